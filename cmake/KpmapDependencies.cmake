@@ -1,0 +1,18 @@
+# Finds every dependency of kpmap. Kokkos_ROOT / KokkosKernels_ROOT select a site install
+# (Spack, modules); without them the prefix that scripts/setup.sh fills is searched.
+if(NOT DEFINED Kokkos_ROOT AND NOT DEFINED ENV{Kokkos_ROOT})
+  if(DEFINED ENV{XDG_CACHE_HOME} AND NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
+    set(_kpmap_cache "$ENV{XDG_CACHE_HOME}")
+  else()
+    set(_kpmap_cache "$ENV{HOME}/.cache")
+  endif()
+  list(APPEND CMAKE_PREFIX_PATH "${_kpmap_cache}/kpmap/kokkos-3.4.01")
+endif()
+
+find_package(Kokkos 3.4 REQUIRED CONFIG)
+find_package(KokkosKernels REQUIRED CONFIG)
+find_package(MPI REQUIRED COMPONENTS CXX)
+find_package(yaml-cpp REQUIRED CONFIG)
+find_package(nlohmann_json 3 REQUIRED CONFIG)
+find_package(CLI11 REQUIRED CONFIG)
+message(STATUS "kpmap: Kokkos ${Kokkos_VERSION} (${Kokkos_DIR}), Kokkos Kernels ${KokkosKernels_VERSION}")

@@ -1,0 +1,22 @@
+# Install rules and a CMake package config: find_package(kpmap) then link kpmap::kpmap.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS kpmap EXPORT kpmapTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS kpmap_driver RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY src/kpmap DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.hpp")
+install(FILES "${PROJECT_BINARY_DIR}/include/kpmap/config.hpp"
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kpmap)
+
+set(_kpmap_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/kpmap)
+install(EXPORT kpmapTargets NAMESPACE kpmap:: DESTINATION ${_kpmap_cmake_dir})
+configure_package_config_file(cmake/kpmapConfig.cmake.in
+  "${PROJECT_BINARY_DIR}/kpmapConfig.cmake" INSTALL_DESTINATION ${_kpmap_cmake_dir})
+write_basic_package_version_file("${PROJECT_BINARY_DIR}/kpmapConfigVersion.cmake"
+  COMPATIBILITY SameMinorVersion)
+install(FILES "${PROJECT_BINARY_DIR}/kpmapConfig.cmake" "${PROJECT_BINARY_DIR}/kpmapConfigVersion.cmake"
+  DESTINATION ${_kpmap_cmake_dir})

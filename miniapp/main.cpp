@@ -1,0 +1,69 @@
+// The kpmap driver: MPI and Kokkos set-up, the command line, then kpmap::run.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
+#include <iostream>
+
+#include "kpmap/app/run.hpp"
+#include "kpmap/core/error.hpp"
+#include "kpmap/core/version.hpp"
+
+namespace {
+
+// Parses the command line identically on every rank; only rank 0 prints. Returns -1 to go on.
+int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& options) {
+  CLI::App app{"kpmap: JAX-style named-axis collectives on Kokkos Views over MPI, and a\n"
+               "data- and model-parallel linear-regression trainer driven by YAML decks.",
+               "kpmap"};
+  app.footer("Exit codes: 0 success, 1 runtime failure, 2 bad input.\n"
+             "Deck reference: docs/decks.md");
+  bool show_version = false;
+  std::string output;
+  app.add_flag("--version", show_version, "Print kpmap, Kokkos (and its backends), Kokkos Kernels "
+                                          "and MPI versions");
+  app.add_option("deck", options.deck, "YAML input deck (see inputs/)");
+  app.add_option("--set", options.overrides, "Override a deck key: --set key.path=value (repeatable)")
+      ->type_name("KEY=VALUE");
+  app.add_option("--output", output, "Where to write the JSON report (overrides output.report)")
+      ->type_name("FILE");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (rank == 0) {
+      std::ostringstream out, err;
+      const int code = app.exit(e, out, err);
+      std::cout << out.str();
+      std::cerr << err.str();
+      return code == 0 ? kpmap::exit_success : kpmap::exit_bad_input;
+    }
+    return e.get_exit_code() == 0 ? kpmap::exit_success : kpmap::exit_bad_input;
+  }
+  if (show_version) {
+    if (rank == 0) std::cout << kpmap::version_report() << std::flush;
+    return kpmap::exit_success;
+  }
+  if (options.deck.empty()) {
+    if (rank == 0) std::cerr << "kpmap: error: no deck given\n" << app.help() << std::flush;
+    return kpmap::exit_bad_input;
+  }
+  if (!output.empty()) options.overrides.push_back("output.report=" + output);
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int code = kpmap::exit_success;
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    kpmap::RunOptions options;
+    code = parse_command_line(argc, argv, rank, options);
+    if (code < 0) code = kpmap::run(options, MPI_COMM_WORLD);
+  }
+  MPI_Finalize();
+  return code;
+}

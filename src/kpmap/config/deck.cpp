@@ -1,0 +1,209 @@
+#include "kpmap/config/deck.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace kpmap::config {
+
+namespace {
+
+std::string mark_text(const std::string& file, const YAML::Mark& mark) {
+  if (mark.is_null()) return file;  // a default, or a value given with --set
+  return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  std::stringstream in(path);
+  for (std::string part; std::getline(in, part, '.');) parts.push_back(part);
+  return parts;
+}
+
+void apply_override(YAML::Node root, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw InputError("--set " + assignment + ": expected key.path=value");
+  }
+  const auto parts = split_path(assignment.substr(0, eq));
+  if (std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); })) {
+    throw InputError("--set " + assignment + ": empty component in key path");
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw InputError("--set " + assignment + ": value is not valid YAML: " + e.msg);
+  }
+  // Walk down with fresh handles (YAML::Node assignment would rebind, not descend).
+  std::vector<YAML::Node> chain{root};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = chain.back()[parts[i]];
+    if (next.IsDefined() && !next.IsMap() && !next.IsNull()) {
+      throw InputError("--set " + assignment + ": '" + parts[i] + "' is not a map in the deck");
+    }
+    chain.push_back(next);
+  }
+  chain.back()[parts.back()] = value;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_distance) best = c, best_distance = d;
+  }
+  return best;
+}
+
+YAML::Node load_deck(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open the deck (no such file, or not readable)");
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(mark_text(path, e.mark) + ": malformed YAML: " + e.msg);
+  }
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw InputError(mark_text(path, root.Mark()) + ": the deck must be a YAML map");
+  for (const auto& assignment : overrides) apply_override(root, assignment);
+  return root;
+}
+
+Section::Section(YAML::Node node, std::string path, std::string file)
+    : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)) {}
+
+std::string Section::key_path(const std::string& key) const {
+  if (key.empty()) return path_.empty() ? "(deck)" : path_;
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+std::string Section::where(const std::string& key) const {
+  const YAML::Node n = key.empty() || !has(key) ? node_ : node_[key];
+  return mark_text(file_, n.Mark()) + ": " + key_path(key);
+}
+
+void Section::fail(const std::string& key, const std::string& what) const {
+  throw InputError(where(key) + ": " + what);
+}
+
+bool Section::has(const std::string& key) const {
+  return node_.IsMap() && node_[key].IsDefined() && !node_[key].IsNull();
+}
+
+Section Section::section(const std::string& key) {
+  read_.insert(key);
+  if (!has(key)) return Section(YAML::Node(YAML::NodeType::Map), key_path(key), file_);
+  YAML::Node n = node_[key];
+  if (!n.IsMap()) fail(key, "expected a map of keys, got '" + YAML::Dump(n) + "'");
+  return Section(n, key_path(key), file_);
+}
+
+std::string Section::scalar(const std::string& key, const char* expected) {
+  const YAML::Node n = node_[key];
+  if (!n.IsScalar()) fail(key, std::string("expected ") + expected + ", got '" + YAML::Dump(n) + "'");
+  return n.Scalar();
+}
+
+std::string Section::string(const std::string& key, const std::string& fallback) {
+  read_.insert(key);
+  return has(key) ? scalar(key, "a string") : fallback;
+}
+
+std::string Section::choice(const std::string& key, const std::string& fallback,
+                            const std::vector<std::string>& allowed) {
+  const std::string value = string(key, fallback);
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : " | ") + a;
+  const std::string hint = closest(value, allowed);
+  fail(key, "'" + value + "' is not allowed (allowed: " + list + ")" +
+                (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+}
+
+long long Section::integer(const std::string& key, long long fallback, long long min, long long max) {
+  read_.insert(key);
+  if (!has(key)) return fallback;
+  const std::string text = scalar(key, "an integer");
+  long long value = 0;
+  size_t used = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) fail(key, "'" + text + "' is not an integer");
+  if (value < min || value > max) {
+    fail(key, std::to_string(value) + " is out of range [" + std::to_string(min) + ", " +
+                  std::to_string(max) + "]");
+  }
+  return value;
+}
+
+double Section::number(const std::string& key, double fallback, double min, double max) {
+  read_.insert(key);
+  if (!has(key)) return fallback;
+  const std::string text = scalar(key, "a number");
+  double value = 0;
+  try {
+    value = node_[key].as<double>();
+  } catch (const YAML::Exception&) {
+    fail(key, "'" + text + "' is not a number");
+  }
+  if (!(value >= min && value <= max)) {
+    std::ostringstream range;
+    range << "[" << min << ", " << max << "]";
+    fail(key, text + " is out of range " + range.str());
+  }
+  return value;
+}
+
+bool Section::boolean(const std::string& key, bool fallback) {
+  read_.insert(key);
+  if (!has(key)) return fallback;
+  const std::string text = scalar(key, "true or false");
+  bool value = false;
+  if (!YAML::convert<bool>::decode(node_[key], value)) fail(key, "'" + text + "' is not true or false");
+  return value;
+}
+
+YAML::Node Section::raw(const std::string& key) {
+  read_.insert(key);
+  return node_[key];
+}
+
+void Section::finish() const {
+  if (!node_.IsMap()) return;
+  std::vector<std::string> known(read_.begin(), read_.end());
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.as<std::string>();
+    if (read_.count(key)) continue;
+    const std::string hint = closest(key, known);
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    throw InputError(mark_text(file_, kv.first.Mark()) + ": " + key_path(key) + ": unknown key" +
+                     (hint.empty() ? "" : "; did you mean '" + hint + "'?") + " (known here: " +
+                     list + ")");
+  }
+}
+
+}  // namespace kpmap::config

@@ -1,0 +1,58 @@
+// Reading a YAML deck with the key path, file and line of every value at hand, so that every
+// message names them. Internal to the config layer (the only user of yaml-cpp).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kpmap/core/error.hpp"
+
+namespace kpmap::config {
+
+// Loads `path` and applies `--set key.path=value` overrides (value parsed as YAML).
+// Throws InputError naming the file and line (missing file, malformed YAML, bad override).
+YAML::Node load_deck(const std::string& path, const std::vector<std::string>& overrides);
+
+// A map in the deck, read key by key. Every key read is remembered; finish() rejects the rest
+// with a "did you mean" suggestion.
+class Section {
+ public:
+  Section(YAML::Node node, std::string path, std::string file);
+
+  bool has(const std::string& key) const;
+  Section section(const std::string& key);  // a nested map; an absent key reads as empty
+  std::string string(const std::string& key, const std::string& fallback);
+  std::string choice(const std::string& key, const std::string& fallback,
+                     const std::vector<std::string>& allowed);
+  long long integer(const std::string& key, long long fallback, long long min, long long max);
+  double number(const std::string& key, double fallback, double min, double max);
+  bool boolean(const std::string& key, bool fallback);
+  YAML::Node raw(const std::string& key);  // for shapes the helpers above do not cover
+
+  // Throws InputError for every key of this map that nobody read.
+  void finish() const;
+
+  // "deck.yaml:3:7: train.lr" for the value under `key` (or the map itself when key is empty).
+  std::string where(const std::string& key = "") const;
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+
+  const std::string& path() const { return path_; }
+  const YAML::Node& node() const { return node_; }
+
+ private:
+  std::string key_path(const std::string& key) const;
+  std::string scalar(const std::string& key, const char* expected);
+
+  YAML::Node node_;
+  std::string path_;
+  std::string file_;
+  std::set<std::string> read_;
+};
+
+// The closest of `candidates` to `word` by edit distance, or "" when none is close.
+std::string closest(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace kpmap::config

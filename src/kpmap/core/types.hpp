@@ -1,0 +1,38 @@
+// Execution and memory spaces kpmap runs on, and the View aliases every layer shares.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+#include "kpmap/config.hpp"
+
+namespace kpmap {
+
+#if defined(KPMAP_EXECUTION_SPACE_Serial)
+using execution_space = Kokkos::Serial;
+#elif defined(KPMAP_EXECUTION_SPACE_OpenMP)
+using execution_space = Kokkos::OpenMP;
+#elif defined(KPMAP_EXECUTION_SPACE_Cuda)
+using execution_space = Kokkos::Cuda;
+#elif defined(KPMAP_EXECUTION_SPACE_HIP)
+using execution_space = Kokkos::Experimental::HIP;
+#else
+using execution_space = Kokkos::DefaultExecutionSpace;
+#endif
+using memory_space = execution_space::memory_space;
+using device_type = Kokkos::Device<execution_space, memory_space>;
+
+template <class T>
+using View1 = Kokkos::View<T*, device_type>;
+template <class T>
+using View2 = Kokkos::View<T**, device_type>;
+template <class T>
+using View3 = Kokkos::View<T***, device_type>;
+
+// Whether host code (MPI, in particular) may dereference a View of this memory space.
+template <class MemorySpace>
+inline constexpr bool host_accessible_v =
+    Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible;
+
+}  // namespace kpmap

@@ -1,0 +1,84 @@
+// The device mesh: ranks laid out row-major (last axis fastest, like a JAX mesh) over ordered,
+// named axes, with one duplicated sub-communicator per ordered tuple of axes.
+#pragma once
+
+#include <mpi.h>
+
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kpmap {
+
+// An axis name or an ordered tuple of axis names, as JAX's `axis_name` argument.
+class AxisNames {
+ public:
+  AxisNames(const char* name) : names_{name} {}                      // NOLINT: implicit on purpose
+  AxisNames(std::string name) : names_{std::move(name)} {}           // NOLINT
+  AxisNames(std::initializer_list<std::string> names) : names_(names) {}
+  explicit AxisNames(std::vector<std::string> names) : names_(std::move(names)) {}
+  const std::vector<std::string>& names() const { return names_; }
+  std::string str() const;  // "data" or "(data, model)"
+
+ private:
+  std::vector<std::string> names_;
+};
+
+struct MeshAxis {
+  std::string name;
+  int size;
+};
+
+// Owns an MPI communicator and frees it (RAII); move-only.
+class Communicator {
+ public:
+  Communicator() = default;
+  explicit Communicator(MPI_Comm comm) : comm_(comm) {}
+  Communicator(Communicator&& other) noexcept : comm_(other.comm_) { other.comm_ = MPI_COMM_NULL; }
+  Communicator& operator=(Communicator&& other) noexcept;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  ~Communicator();
+  MPI_Comm get() const { return comm_; }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
+class Mesh {
+ public:
+  static constexpr int max_axes = 4;
+
+  // Validates `axes` for `ranks` ranks and infers a size of -1. Pure and identical on every rank,
+  // so a bad mesh fails everywhere. Throws InputError naming `key` (e.g. "mesh.axes").
+  static std::vector<MeshAxis> resolve(std::vector<MeshAxis> axes, int ranks,
+                                       const std::string& key = "mesh.axes");
+
+  // Collective over `comm`: duplicates it and builds every axis sub-communicator.
+  Mesh(MPI_Comm comm, std::vector<MeshAxis> axes);
+
+  const std::vector<MeshAxis>& axes() const { return axes_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  MPI_Comm comm() const { return world_.get(); }
+  std::vector<int> coords() const;  // this rank's index along each axis, in mesh order
+  std::string describe() const;     // "{data: 2, model: 2}"
+
+  // The communicator over `axes`; its rank order is axis_index(axes). Throws InputError for an
+  // unknown or repeated axis name.
+  MPI_Comm comm(const AxisNames& axes) const;
+  int axis_index(const AxisNames& axes) const;  // row-major over the tuple, as jax.lax.axis_index
+  int axis_size(const AxisNames& axes) const;   // product of the sizes
+
+ private:
+  std::vector<int> positions(const AxisNames& axes) const;  // mesh positions of the names
+
+  std::vector<MeshAxis> axes_;
+  Communicator world_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::map<std::vector<int>, Communicator> subs_;  // keyed by ordered axis positions
+};
+
+}  // namespace kpmap

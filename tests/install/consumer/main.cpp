@@ -1,0 +1,23 @@
+// A project outside kpmap's tree: finds the installed package and builds a mesh with it.
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <iostream>
+
+#include "kpmap/core/version.hpp"
+#include "kpmap/mesh/mesh.hpp"
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int ok = 0;
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    kpmap::Mesh mesh(MPI_COMM_WORLD, {{"data", -1}});
+    int ranks = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    ok = mesh.axis_size("data") == ranks;
+    if (mesh.rank() == 0) std::cout << "consumer: kpmap " << kpmap::version() << ", mesh " << mesh.describe() << '\n';
+  }
+  MPI_Finalize();
+  return ok ? 0 : 1;
+}
