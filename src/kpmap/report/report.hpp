@@ -1,0 +1,42 @@
+// The JSON report (DESIGN.md §3) and the progress line. Rank 0 writes; numbers that differ
+// between ranks are reported as min / avg / max over ranks.
+#pragma once
+
+#include <mpi.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kpmap/report/timers.hpp"
+
+namespace kpmap {
+
+using Json = nlohmann::ordered_json;
+
+Json to_json(const Stat& s);
+
+// {"kpmap": ..., "kokkos": ..., "kokkos_backends": [...], "execution_space": ..., ...}
+Json versions_json();
+
+// "timing": {total, compute, comm, optimizer}, each {min, avg, max} seconds over `comm`'s ranks.
+// Collective.
+Json timing_json(MPI_Comm comm, const Timers& timers);
+
+// Writes `report` to `path` (pretty-printed) when this is rank 0 of `comm` and path is not
+// empty; throws RuntimeError when the file cannot be written. The outcome is agreed over
+// `comm` so that every rank returns or throws alike.
+void write_report(MPI_Comm comm, const std::string& path, const Json& report);
+
+// The progress line on rank 0: "step 10/200  loss 1.234567e-01  52.1k samples/s  ETA 3.2 s".
+class Progress {
+ public:
+  Progress(long long total_steps, long long every, long long samples_per_step, bool enabled);
+  void update(long long step, double loss);  // step counts from 1
+
+ private:
+  long long total_, every_, samples_per_step_;
+  bool enabled_;
+  double start_;
+};
+
+}  // namespace kpmap
