@@ -1,5 +1,7 @@
 #include "kpmap/collectives/mpi_types.hpp"
 
+#include "kpmap/core/error.hpp"
+
 namespace kpmap {
 
 std::string to_string(ReduceOp op) {
@@ -22,6 +24,120 @@ MPI_Op predefined(ReduceOp op) {
   return MPI_OP_NULL;
 }
 
+// User ops for the 16-bit types. MPI calls them with `inout[i] = in[i] op inout[i]`.
+template <class H>
+void sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  const H* a = static_cast<const H*>(in);
+  H* b = static_cast<H*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = H(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+}
+
+// NaN wins, whichever side it arrives on, so the result does not depend on the reduction tree.
+template <class H>
+void max_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  const H* a = static_cast<const H*>(in);
+  H* b = static_cast<H*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    if (a[i] > b[i] || a[i] != a[i]) b[i] = a[i];
+  }
+}
+
+template <class H>
+void min_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  const H* a = static_cast<const H*>(in);
+  H* b = static_cast<H*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    if (a[i] < b[i] || a[i] != a[i]) b[i] = a[i];
+  }
+}
+
+struct HalfHandles {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op ops[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};  // indexed by ReduceOp
+};
+
+// Handles of both 16-bit types. Created together on first use; freed by the delete callback of
+// an attribute on MPI_COMM_SELF, which MPI_Finalize runs first of all, while MPI still works
+// (MPI-3.1 §8.7.1): nothing leaks and nothing is freed after MPI is gone.
+struct HalfRegistry {
+  HalfHandles bf16, fp16;
+  bool freed = false;
+};
+
+HalfRegistry& registry_storage() {
+  static HalfRegistry registry;
+  return registry;
+}
+
+int free_handles(HalfHandles& h) {
+  int rc = MPI_SUCCESS;
+  for (MPI_Op& op : h.ops) {
+    if (op != MPI_OP_NULL) {
+      const int r = MPI_Op_free(&op);
+      if (rc == MPI_SUCCESS) rc = r;
+    }
+  }
+  if (h.type != MPI_DATATYPE_NULL) {
+    const int r = MPI_Type_free(&h.type);
+    if (rc == MPI_SUCCESS) rc = r;
+  }
+  return rc;
+}
+
+int free_at_finalize(MPI_Comm, int keyval, void*, void*) {
+  HalfRegistry& r = registry_storage();
+  r.freed = true;
+  const int rc_bf16 = free_handles(r.bf16);
+  const int rc_fp16 = free_handles(r.fp16);
+  const int rc_keyval = MPI_Comm_free_keyval(&keyval);
+  return rc_bf16 != MPI_SUCCESS ? rc_bf16 : rc_fp16 != MPI_SUCCESS ? rc_fp16 : rc_keyval;
+}
+
+template <class H>
+HalfHandles create_handles(const char* name) {
+  HalfHandles h;
+  check_mpi(MPI_Type_contiguous(1, MPI_UINT16_T, &h.type), "MPI_Type_contiguous");
+  check_mpi(MPI_Type_commit(&h.type), "MPI_Type_commit");
+  check_mpi(MPI_Type_set_name(h.type, name), "MPI_Type_set_name");
+  const int commutative = 1;
+  check_mpi(MPI_Op_create(&sum_op<H>, commutative, &h.ops[static_cast<int>(ReduceOp::sum)]),
+            "MPI_Op_create");
+  check_mpi(MPI_Op_create(&max_op<H>, commutative, &h.ops[static_cast<int>(ReduceOp::max)]),
+            "MPI_Op_create");
+  check_mpi(MPI_Op_create(&min_op<H>, commutative, &h.ops[static_cast<int>(ReduceOp::min)]),
+            "MPI_Op_create");
+  return h;
+}
+
+HalfRegistry& create_registry() {
+  HalfRegistry& r = registry_storage();
+  r.bf16 = create_handles<bf16>("kpmap_bf16");
+  r.fp16 = create_handles<fp16>("kpmap_fp16");
+  int keyval = MPI_KEYVAL_INVALID;
+  check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &free_at_finalize, &keyval, nullptr),
+            "MPI_Comm_create_keyval");
+  check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr), "MPI_Comm_set_attr");
+  return r;
+}
+
+// Both types' handles, created on the first call (thread-safe: a function-local static).
+const HalfRegistry& registry(const char* what) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized || registry_storage().freed) {
+    throw RuntimeError(std::string(what) +
+                       " needs MPI: called before MPI_Init or after MPI_Finalize");
+  }
+  static const HalfRegistry& created = create_registry();
+  return created;
+}
+
+MPI_Op half_op(const HalfHandles& h, ReduceOp op) {
+  const int i = static_cast<int>(op);
+  return i >= 0 && i < 3 ? h.ops[i] : MPI_OP_NULL;
+}
+
 }  // namespace
 
 template <> MPI_Datatype mpi_datatype<double>() { return MPI_DOUBLE; }
@@ -33,5 +149,19 @@ template <> MPI_Op mpi_op<double>(ReduceOp op) { return predefined(op); }
 template <> MPI_Op mpi_op<float>(ReduceOp op) { return predefined(op); }
 template <> MPI_Op mpi_op<std::int32_t>(ReduceOp op) { return predefined(op); }
 template <> MPI_Op mpi_op<std::int64_t>(ReduceOp op) { return predefined(op); }
+
+template <> MPI_Datatype mpi_datatype<bf16>() {
+  return registry("kpmap::mpi_datatype<bf16>").bf16.type;
+}
+template <> MPI_Datatype mpi_datatype<fp16>() {
+  return registry("kpmap::mpi_datatype<fp16>").fp16.type;
+}
+
+template <> MPI_Op mpi_op<bf16>(ReduceOp op) {
+  return half_op(registry("kpmap::mpi_op<bf16>").bf16, op);
+}
+template <> MPI_Op mpi_op<fp16>(ReduceOp op) {
+  return half_op(registry("kpmap::mpi_op<fp16>").fp16, op);
+}
 
 }  // namespace kpmap
