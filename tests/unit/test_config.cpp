@@ -4,6 +4,8 @@
 
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kpmap/config/config.hpp"
 #include "kpmap/core/error.hpp"
@@ -14,6 +16,10 @@ std::string write_deck(const std::string& name, const std::string& text) {
   const std::string path = std::string(KPMAP_TEST_TMPDIR) + "/" + name;
   std::ofstream(path) << text;
   return path;
+}
+
+kpmap::Config load(const std::string& text, std::vector<std::string> overrides = {}, int ranks = 4) {
+  return kpmap::load_config(write_deck("deck.yaml", text), overrides, ranks);
 }
 
 // The message of the InputError that loading `text` raises ("" when it loads).
@@ -93,6 +99,332 @@ TEST(Config, SetOverridesAndValidatesLikeTheDeck) {
   EXPECT_NE(msg.find("output.evry: unknown key; did you mean 'every'?"), std::string::npos) << msg;
   const auto bad = load_error("mode: info\n", {"output.every"});
   EXPECT_NE(bad.find("--set output.every: expected key.path=value"), std::string::npos) << bad;
+}
+
+// --- the trainer's sections -------------------------------------------------------------------
+
+// Lines 1-3 of every trainer deck below; the section under test starts at line 4.
+const std::string head = "mode: train\nmesh: {axes: {data: -1}}\nproblem: {samples: 4096, features: 8}\n";
+
+TEST(ConfigTrain, DefaultsFollowTheSchema) {
+  const auto c = load(head);
+  EXPECT_EQ(c.mode, kpmap::Mode::train);
+  EXPECT_EQ(c.problem.samples, 4096);
+  EXPECT_EQ(c.problem.features, 8);
+  EXPECT_TRUE(c.problem.bias);
+  EXPECT_EQ(c.problem.noise, 0.0);
+  EXPECT_EQ(c.problem.seed, 42);
+  EXPECT_EQ(c.problem.source, "synthetic");
+  EXPECT_EQ(c.train.steps, 200);
+  EXPECT_EQ(c.train.batch, 1024);
+  EXPECT_EQ(c.train.accumulation, 1);
+  EXPECT_EQ(c.train.kernel, "fused");
+  EXPECT_EQ(c.train.optimizer.name, "sgd");
+  EXPECT_EQ(c.train.optimizer.lr, 0.05);
+  EXPECT_EQ(c.precision.compute, kpmap::Dtype::fp32);
+  EXPECT_EQ(c.precision.params, kpmap::Dtype::fp32);
+  EXPECT_EQ(c.precision.comm, kpmap::Dtype::fp32);
+  EXPECT_EQ(c.precision.loss_scale, "none");
+  EXPECT_EQ(c.comm.strategy, "allreduce");
+  EXPECT_EQ(c.comm.bucket_bytes, 0);
+  EXPECT_FALSE(c.comm.overlap);
+  EXPECT_EQ(c.output.every, 10);
+  EXPECT_EQ(c.output.report, "report.json");
+  ASSERT_EQ(c.mesh.axes.size(), 1u);
+  EXPECT_EQ(c.mesh.axes[0].name, "data");
+  EXPECT_EQ(c.mesh.axes[0].size, 4);
+}
+
+TEST(ConfigTrain, EveryKeyIsRead) {
+  const auto c = load(
+      "mode: train\nmesh: {axes: {model: 2, data: -1}}\n"
+      "problem: {samples: 300, features: 5, bias: false, noise: 0.25, seed: 7, source: synthetic}\n"
+      "train:\n  steps: 12\n  batch: 96\n  accumulation: 4\n  kernel: kokkos_kernels\n"
+      "  optimizer: {name: adam, lr: 0.001, beta1: 0.8, beta2: 0.99, eps: 1.0e-6}\n"
+      "precision: {compute: fp64, params: fp64, comm: fp64, loss_scale: none}\n"
+      "comm: {strategy: allreduce, bucket_bytes: 0, overlap: false}\n"
+      "output: {every: 3, report: ''}\n");
+  EXPECT_EQ(c.problem.samples, 300);
+  EXPECT_EQ(c.problem.features, 5);
+  EXPECT_FALSE(c.problem.bias);
+  EXPECT_EQ(c.problem.noise, 0.25);
+  EXPECT_EQ(c.problem.seed, 7);
+  EXPECT_EQ(c.train.steps, 12);
+  EXPECT_EQ(c.train.batch, 96);
+  EXPECT_EQ(c.train.accumulation, 4);
+  EXPECT_EQ(c.train.kernel, "kokkos_kernels");
+  EXPECT_EQ(c.train.optimizer.name, "adam");
+  EXPECT_EQ(c.train.optimizer.lr, 0.001);
+  EXPECT_EQ(c.train.optimizer.beta1, 0.8);
+  EXPECT_EQ(c.train.optimizer.beta2, 0.99);
+  EXPECT_EQ(c.train.optimizer.eps, 1.0e-6);
+  EXPECT_EQ(c.precision.compute, kpmap::Dtype::fp64);
+  EXPECT_EQ(c.precision.params, kpmap::Dtype::fp64);
+  EXPECT_EQ(c.precision.comm, kpmap::Dtype::fp64);
+  EXPECT_EQ(c.output.every, 3);
+  EXPECT_EQ(c.output.report, "");
+  EXPECT_EQ(c.mesh.axes[0].name, "model");
+  EXPECT_EQ(c.mesh.axes[1].size, 2);
+
+  const auto m = load(head + "train: {optimizer: {name: momentum, momentum: 0.5}}\n");
+  EXPECT_EQ(m.train.optimizer.name, "momentum");
+  EXPECT_EQ(m.train.optimizer.momentum, 0.5);
+  const auto d = load(head + "train: {optimizer: {name: adam}}\n");
+  EXPECT_EQ(d.train.optimizer.beta1, 0.9);
+  EXPECT_EQ(d.train.optimizer.beta2, 0.999);
+  EXPECT_EQ(d.train.optimizer.eps, 1e-8);
+  EXPECT_EQ(load(head + "train: {optimizer: {name: momentum}}\n").train.optimizer.momentum, 0.9);
+}
+
+TEST(ConfigTrain, ParamsAndCommFollowCompute) {
+  const auto c = load(head + "precision: {compute: fp64}\n");
+  EXPECT_EQ(c.precision.params, kpmap::Dtype::fp64);
+  EXPECT_EQ(c.precision.comm, kpmap::Dtype::fp64);
+}
+
+// Each deck is `head` plus the lines given; the message must name the file, the line and the
+// column of the faulty value, the key path, the value and what is allowed.
+struct BadCase {
+  std::string lines;
+  std::string expected;  // "deck.yaml:L:C: key.path: message"
+};
+
+void expect_errors(const std::vector<BadCase>& cases, const std::string& prefix = head) {
+  for (const auto& c : cases) {
+    const auto msg = load_error(prefix + c.lines);
+    EXPECT_NE(msg.find("/" + c.expected), std::string::npos)
+        << "deck:\n" << prefix + c.lines << "\nexpected: " << c.expected << "\ngot: " << msg;
+  }
+}
+
+TEST(ConfigTrain, ProblemTypesAndRanges) {
+  const std::string top = "mode: train\nmesh: {axes: {data: -1}}\nproblem:\n";  // keys from line 4
+  expect_errors({
+      {"  samples: many\n  features: 8\n", "deck.yaml:4:12: problem.samples: 'many' is not an integer"},
+      {"  samples: 0\n  features: 8\n", "deck.yaml:4:12: problem.samples: 0 is out of range (allowed: >= 1)"},
+      {"  samples: 4096\n  features: 2.5\n", "deck.yaml:5:13: problem.features: '2.5' is not an integer"},
+      {"  samples: 4096\n  features: -3\n", "deck.yaml:5:13: problem.features: -3 is out of range (allowed: >= 1)"},
+      {"  samples: 4096\n  features: 8\n  bias: maybe\n", "deck.yaml:6:9: problem.bias: 'maybe' is not true or false"},
+      {"  samples: 4096\n  features: 8\n  noise: loud\n", "deck.yaml:6:10: problem.noise: 'loud' is not a number"},
+      {"  samples: 4096\n  features: 8\n  noise: -0.1\n", "deck.yaml:6:10: problem.noise: -0.1 is out of range (allowed: >= 0)"},
+      {"  samples: 4096\n  features: 8\n  noise: .inf\n", "deck.yaml:6:10: problem.noise: '.inf' is not a finite number"},
+      {"  samples: 4096\n  features: 8\n  seed: -1\n", "deck.yaml:6:9: problem.seed: -1 is out of range (allowed: >= 0)"},
+      {"  samples: 4096\n  features: 8\n  source: file\n",
+       "deck.yaml:6:11: problem.source: 'file' is not allowed (allowed: synthetic)"},
+      {"  samples: 4096\n  features: 8\n  sample: 3\n",
+       "deck.yaml:6:3: problem.sample: unknown key; did you mean 'samples'?"},
+      {"  features: 8\n", "deck.yaml:4:3: problem.samples: missing; required (an integer >= 1)"},
+      {"  samples: 4096\n", "deck.yaml:4:3: problem.features: missing; required (an integer >= 1)"},
+  }, top);
+  // An absent section has no line: the message names the file and the key.
+  EXPECT_NE(load_error("mode: train\n").find("deck.yaml: problem.samples: missing; required"), std::string::npos);
+}
+
+TEST(ConfigTrain, TrainTypesAndRanges) {
+  expect_errors({
+      {"train:\n  steps: 0\n", "deck.yaml:5:10: train.steps: 0 is out of range (allowed: >= 1)"},
+      {"train:\n  steps: many\n", "deck.yaml:5:10: train.steps: 'many' is not an integer"},
+      {"train:\n  batch: -64\n", "deck.yaml:5:10: train.batch: -64 is out of range (allowed: >= 1)"},
+      {"train:\n  batch: 1.5\n", "deck.yaml:5:10: train.batch: '1.5' is not an integer"},
+      {"train:\n  accumulation: 0\n", "deck.yaml:5:17: train.accumulation: 0 is out of range (allowed: >= 1)"},
+      {"train:\n  kernel: fusd\n",
+       "deck.yaml:5:11: train.kernel: 'fusd' is not allowed (allowed: fused | kokkos_kernels); did you mean 'fused'?"},
+      {"train:\n  kernel: [fused]\n", "deck.yaml:5:11: train.kernel: expected a string, got '[fused]'"},
+      {"train: 5\n", "deck.yaml:4:8: train: expected a map of keys, got '5'"},
+      {"train:\n  optimizer: sgd\n", "deck.yaml:5:14: train.optimizer: expected a map of keys, got 'sgd'"},
+      {"train:\n  step: 3\n", "deck.yaml:5:3: train.step: unknown key; did you mean 'steps'?"},
+  });
+}
+
+TEST(ConfigTrain, OptimizerTypesRangesAndKeys) {
+  const std::string t = "train:\n  optimizer:\n";  // optimizer keys from line 6, value column 4 + len + 3
+  expect_errors({
+      {t + "    name: adamw\n",
+       "deck.yaml:6:11: train.optimizer.name: 'adamw' is not allowed (allowed: sgd | momentum | adam); "
+       "did you mean 'adam'?"},
+      {t + "    lr: 0\n", "deck.yaml:6:9: train.optimizer.lr: 0 is out of range (allowed: > 0)"},
+      {t + "    lr: -0.1\n", "deck.yaml:6:9: train.optimizer.lr: -0.1 is out of range (allowed: > 0)"},
+      {t + "    lr: fast\n", "deck.yaml:6:9: train.optimizer.lr: 'fast' is not a number"},
+      {t + "    name: momentum\n    momentum: 1\n",
+       "deck.yaml:7:15: train.optimizer.momentum: 1 is out of range (allowed: [0, 1))"},
+      {t + "    name: momentum\n    momentum: -0.5\n",
+       "deck.yaml:7:15: train.optimizer.momentum: -0.5 is out of range (allowed: [0, 1))"},
+      {t + "    name: adam\n    beta1: 1.0\n", "deck.yaml:7:12: train.optimizer.beta1: 1.0 is out of range (allowed: [0, 1))"},
+      {t + "    name: adam\n    beta2: -0.5\n", "deck.yaml:7:12: train.optimizer.beta2: -0.5 is out of range (allowed: [0, 1))"},
+      {t + "    name: adam\n    eps: 0\n", "deck.yaml:7:10: train.optimizer.eps: 0 is out of range (allowed: > 0)"},
+      {t + "    name: adam\n    betta1: 0.8\n", "deck.yaml:7:5: train.optimizer.betta1: unknown key; did you mean 'beta1'?"},
+      // A key of another optimizer would be silently ignored: rejected instead.
+      {t + "    name: sgd\n    beta1: 0.8\n",
+       "deck.yaml:7:12: train.optimizer.beta1: 0.8: does not apply to optimizer 'sgd' (its keys: name, lr)"},
+      {t + "    momentum: 0.5\n",
+       "deck.yaml:6:15: train.optimizer.momentum: 0.5: does not apply to optimizer 'sgd' (its keys: name, lr)"},
+      {t + "    name: adam\n    momentum: 0.5\n",
+       "deck.yaml:7:15: train.optimizer.momentum: 0.5: does not apply to optimizer 'adam' "
+       "(its keys: name, lr, beta1, beta2, eps)"},
+      {t + "    name: momentum\n    eps: 1e-6\n",
+       "deck.yaml:7:10: train.optimizer.eps: 1e-6: does not apply to optimizer 'momentum' "
+       "(its keys: name, lr, momentum)"},
+  });
+}
+
+TEST(ConfigTrain, PrecisionAndCommAcceptTheSchemaAndRejectWhatIsNotBuilt) {
+  expect_errors({
+      {"precision:\n  compute: fp8\n",
+       "deck.yaml:5:12: precision.compute: 'fp8' is not allowed (allowed: fp64 | fp32)"},
+      {"precision:\n  compute: bf16\n",
+       "deck.yaml:5:12: precision.compute: 'bf16' is not available in this build yet (allowed: fp64 | fp32)"},
+      {"precision:\n  params: fp16\n",
+       "deck.yaml:5:11: precision.params: 'fp16' is not available in this build yet (allowed: fp64 | fp32)"},
+      {"precision:\n  compute: fp32\n  params: fp64\n",
+       "deck.yaml:6:11: precision.params: fp64 differs from precision.compute fp32; mixed precision is not "
+       "available in this build yet (allowed: fp32, the same as precision.compute)"},
+      {"precision:\n  compute: fp64\n  comm: fp32\n",
+       "deck.yaml:6:9: precision.comm: fp32 differs from precision.compute fp64"},
+      {"precision:\n  loss_scale: dynamic\n",
+       "deck.yaml:5:15: precision.loss_scale: 'dynamic' is not allowed (allowed: none)"},
+      {"comm:\n  strategy: reduce_scatter\n",
+       "deck.yaml:5:13: comm.strategy: 'reduce_scatter' is not available in this build yet (allowed: allreduce)"},
+      {"comm:\n  strategy: ring\n", "deck.yaml:5:13: comm.strategy: 'ring' is not allowed (allowed: allreduce)"},
+      {"comm:\n  bucket_bytes: 4096\n",
+       "deck.yaml:5:17: comm.bucket_bytes: 4096: bucketed communication is not available in this build yet "
+       "(allowed: 0)"},
+      {"comm:\n  bucket_bytes: -1\n", "deck.yaml:5:17: comm.bucket_bytes: -1 is out of range (allowed: >= 0)"},
+      {"comm:\n  overlap: true\n",
+       "deck.yaml:5:12: comm.overlap: true: overlapping communication with compute is not available in this "
+       "build yet (allowed: false)"},
+      {"comm:\n  overlap: sometimes\n", "deck.yaml:5:12: comm.overlap: 'sometimes' is not true or false"},
+      {"output:\n  every: 0\n", "deck.yaml:5:10: output.every: 0 is out of range (allowed: >= 1)"},
+      {"output:\n  report: [a, b]\n", "deck.yaml:5:11: output.report: expected a string, got '[a, b]'"},
+      {"trian:\n  steps: 3\n", "deck.yaml:4:1: trian: unknown key; did you mean 'train'?"},
+  });
+}
+
+// --- rules between keys ----------------------------------------------------------------------
+
+TEST(ConfigRules, BatchAtMostSamples) {
+  expect_errors({
+      {"train:\n  batch: 4097\n", "deck.yaml:5:10: train.batch: 4097 exceeds problem.samples 4096 (allowed: 1 to 4096)"},
+  });
+  EXPECT_EQ(load(head + "train: {batch: 4096}\n").train.batch, 4096);
+  // The default batch (1024) counts too: the message says it is the default.
+  const auto msg = load_error("mode: train\nproblem: {samples: 100, features: 8}\n");
+  EXPECT_NE(msg.find("deck.yaml: train.batch: 1024 (the default) exceeds problem.samples 100"), std::string::npos) << msg;
+}
+
+TEST(ConfigRules, AccumulationDividesTheBatch) {
+  expect_errors({
+      {"train:\n  batch: 100\n  accumulation: 3\n",
+       "deck.yaml:6:17: train.accumulation: 3 does not divide train.batch 100 (micro-batches are batch / "
+       "accumulation rows; allowed: a divisor of 100)"},
+      {"train:\n  batch: 4\n  accumulation: 8\n", "deck.yaml:6:17: train.accumulation: 8 does not divide train.batch 4"},
+  });
+  EXPECT_EQ(load(head + "train: {batch: 100, accumulation: 4}\n").train.accumulation, 4);
+  EXPECT_EQ(load(head + "train: {batch: 7, accumulation: 7}\n").train.accumulation, 7);
+}
+
+TEST(ConfigRules, TrainMeshAxesAreDataAndModel) {
+  const std::string p = "problem: {samples: 4096, features: 8}\n";
+  auto msg = load_error("mode: train\nmesh:\n  axes: {i: -1}\n" + p);
+  EXPECT_NE(msg.find("deck.yaml:3:13: mesh.axes.i: axis 'i' is not allowed in mode train (allowed: data, model; "
+                     "one or both, in either order)"),
+            std::string::npos) << msg;
+  msg = load_error("mode: train\nmesh:\n  axes: {dat: 2, model: 2}\n" + p);
+  EXPECT_NE(msg.find("deck.yaml:3:15: mesh.axes.dat: axis 'dat' is not allowed in mode train"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'data'?"), std::string::npos) << msg;
+  // Either order, one or both axes; other modes keep any names.
+  EXPECT_EQ(load("mode: train\nmesh: {axes: {model: 2, data: 2}}\n" + p).mesh.axes[0].name, "model");
+  EXPECT_EQ(load("mode: train\nmesh: {axes: {model: 4}}\n" + p).mesh.axes[0].size, 4);
+  EXPECT_EQ(load("mode: info\nmesh: {axes: {i: -1}}\n" + p).mesh.axes[0].name, "i");
+}
+
+TEST(ConfigRules, ModelAxisAtMostFeatures) {
+  auto msg = load_error("mode: train\nmesh: {axes: {data: 1, model: -1}}\nproblem: {samples: 64, features: 2}\n"
+                        "train: {batch: 64}\n");
+  EXPECT_NE(msg.find("deck.yaml:2:31: mesh.axes.model: size 4 (inferred from -1) exceeds problem.features 2 "
+                     "(each model rank holds at least one feature; allowed: 1 to 2)"),
+            std::string::npos) << msg;
+  msg = load_error("mode: train\nmesh: {axes: {model: 4}}\nproblem: {samples: 64, features: 3}\ntrain: {batch: 64}\n");
+  EXPECT_NE(msg.find("deck.yaml:2:22: mesh.axes.model: size 4 exceeds problem.features 3"), std::string::npos) << msg;
+  EXPECT_EQ(load("mode: train\nmesh: {axes: {model: 4}}\nproblem: {samples: 64, features: 4}\ntrain: {batch: 64}\n")
+                .problem.features, 4);
+}
+
+TEST(ConfigRules, CollectivesAxisIsAMeshAxis) {
+  const auto msg = load_error("mode: collectives\nmesh: {axes: {data: 2, model: 2}}\ncollectives: {axis: modle}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:21: collectives.axis: 'modle' is not an axis of the mesh (allowed: data | model); "
+                     "did you mean 'model'?"),
+            std::string::npos) << msg;
+  EXPECT_EQ(load("mode: collectives\nmesh: {axes: {data: 2, model: 2}}\n").collectives.axis, "data");
+}
+
+TEST(ConfigRules, OtherModesValidateEveryPresentSection) {
+  // Mode info needs no trainer section ...
+  const auto c = load("mode: info\nmesh: {axes: {data: -1}}\n");
+  std::vector<std::string> keys;
+  for (const auto& kv : c.resolved.items()) keys.push_back(kv.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"mode", "mesh", "collectives", "output"}));
+  // ... but one that is present is read completely, rules included.
+  auto msg = load_error("mode: info\ntrain: {stepz: 3}\n");
+  EXPECT_NE(msg.find("deck.yaml:2:9: train.stepz: unknown key; did you mean 'steps'?"), std::string::npos) << msg;
+  msg = load_error("mode: collectives\nproblem: {samples: 10}\n");
+  EXPECT_NE(msg.find("problem.features: missing; required"), std::string::npos) << msg;
+  msg = load_error("mode: bench\nprecision: {compute: fp16}\n");
+  EXPECT_NE(msg.find("deck.yaml:2:22: precision.compute: 'fp16' is not available in this build yet"), std::string::npos) << msg;
+  msg = load_error("mode: info\nproblem: {samples: 10, features: 2}\ntrain: {batch: 20}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:16: train.batch: 20 exceeds problem.samples 10"), std::string::npos) << msg;
+}
+
+// --- --set and the resolved deck ------------------------------------------------------------
+
+TEST(ConfigSet, NestedKeysAreOverriddenAndValidated) {
+  const auto c = load(head + "train: {optimizer: {name: adam, lr: 0.01}}\n",
+                      {"train.optimizer.lr=0.1", "train.optimizer.beta1=0.5", "problem.features=16",
+                       "precision.compute=fp64", "comm.overlap=false"});
+  EXPECT_EQ(c.train.optimizer.lr, 0.1);
+  EXPECT_EQ(c.train.optimizer.beta1, 0.5);
+  EXPECT_EQ(c.problem.features, 16);
+  EXPECT_EQ(c.precision.params, kpmap::Dtype::fp64);
+  // A section the deck lacks is created.
+  const auto m = load(head, {"train.optimizer.name=momentum", "train.optimizer.momentum=0.25"});
+  EXPECT_EQ(m.train.optimizer.momentum, 0.25);
+  // A value given with --set has no line in the deck: the message names the file alone.
+  auto msg = load_error(head, {"train.optimizer.lr=-1"});
+  EXPECT_NE(msg.find("deck.yaml: train.optimizer.lr: -1 is out of range (allowed: > 0)"), std::string::npos) << msg;
+  msg = load_error(head, {"train.optimizer.beta1=0.5"});
+  EXPECT_NE(msg.find("deck.yaml: train.optimizer.beta1: 0.5: does not apply to optimizer 'sgd'"), std::string::npos) << msg;
+  msg = load_error(head + "train: {optimizer: {lr: 0.1}}\n", {"train.optimizer.lr.x=1"});
+  EXPECT_NE(msg.find("--set train.optimizer.lr.x=1: 'lr' is not a map in the deck"), std::string::npos) << msg;
+  msg = load_error(head + "train: {optimizer: {lr: 0.1}}\n", {"train.optimizer.lr=[1, 2]"});
+  EXPECT_NE(msg.find("deck.yaml: train.optimizer.lr: expected a number, got '[1, 2]'"), std::string::npos) << msg;
+  msg = load_error(head, {"train={steps: 0}"});
+  EXPECT_NE(msg.find("deck.yaml: train.steps: 0 is out of range (allowed: >= 1)"), std::string::npos) << msg;
+}
+
+TEST(ConfigResolved, EveryDefaultInSchemaOrder) {
+  const auto c = load("mesh: {axes: {data: 2, model: -1}}\nproblem: {samples: 4096, features: 8}\n"
+                      "train: {optimizer: {name: adam}}\noutput: {report: r.json}\n");
+  const auto expected = nlohmann::ordered_json::parse(R"({
+    "mode": "train",
+    "mesh": {"axes": {"data": 2, "model": 2}},
+    "problem": {"samples": 4096, "features": 8, "bias": true, "noise": 0.0, "seed": 42, "source": "synthetic"},
+    "train": {"steps": 200, "batch": 1024, "accumulation": 1, "kernel": "fused",
+              "optimizer": {"name": "adam", "lr": 0.05, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}},
+    "precision": {"compute": "fp32", "params": "fp32", "comm": "fp32", "loss_scale": "none"},
+    "comm": {"strategy": "allreduce", "bucket_bytes": 0, "overlap": false},
+    "output": {"every": 10, "report": "r.json"}})");
+  // dump() compares the key order too (ordered_json's == does as well, but says less on failure).
+  EXPECT_EQ(c.resolved.dump(), expected.dump());
+  // Only the keys of the chosen optimizer appear.
+  EXPECT_EQ(load(head).resolved["train"]["optimizer"].dump(), R"({"name":"sgd","lr":0.05})");
+  EXPECT_EQ(load(head + "train: {optimizer: {name: momentum}}\n").resolved["train"]["optimizer"].dump(),
+            R"({"name":"momentum","lr":0.05,"momentum":0.9})");
+}
+
+TEST(ConfigResolved, IsAValidDeckThatResolvesToItself) {
+  const auto c = load(head + "train: {batch: 96, accumulation: 3, optimizer: {name: momentum, lr: 0.2}}\n"
+                      "precision: {compute: fp64}\n");
+  const auto again = kpmap::load_config(write_deck("resolved.yaml", c.resolved.dump(2)), {}, 4);
+  EXPECT_EQ(again.resolved.dump(), c.resolved.dump());
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "kpmap/config/config.hpp"
 
+#include <algorithm>
+
 #include "kpmap/config/deck.hpp"
+#include "kpmap/config/sections.hpp"
 
 namespace kpmap {
 
@@ -16,7 +19,19 @@ std::string to_string(Mode mode) {
   return "?";
 }
 
+std::string to_string(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::fp64: return "fp64";
+    case Dtype::fp32: return "fp32";
+    case Dtype::bf16: return "bf16";
+    case Dtype::fp16: return "fp16";
+  }
+  return "?";
+}
+
 namespace {
+
+const std::vector<std::string> train_axes{"data", "model"};
 
 Mode parse_mode(Section& deck) {
   const std::string m = deck.choice("mode", "train", {"train", "collectives", "bench", "info"});
@@ -26,10 +41,21 @@ Mode parse_mode(Section& deck) {
   return Mode::train;
 }
 
-MeshConfig parse_mesh(Section& deck, int ranks) {
-  Section mesh = deck.section("mesh");
+// The trainer knows two axes: rows of X over `data`, columns over `model`.
+void check_train_axis_names(const Section& axes) {
+  for (const auto& kv : axes.node()) {
+    const std::string name = kv.first.as<std::string>();
+    if (std::find(train_axes.begin(), train_axes.end(), name) != train_axes.end()) continue;
+    const std::string hint = config::closest(name, train_axes);
+    axes.fail(name, "axis '" + name +
+                        "' is not allowed in mode train (allowed: data, model; one or both, in "
+                        "either order)" +
+                        (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+  }
+}
+
+MeshConfig parse_mesh(Section& mesh, Section& axes, Mode mode, int ranks) {
   MeshConfig out;
-  Section axes = mesh.section("axes");
   if (axes.node().size() == 0) {
     out.axes = {{"data", -1}};
   } else {
@@ -40,8 +66,59 @@ MeshConfig parse_mesh(Section& deck, int ranks) {
   }
   axes.finish();
   mesh.finish();
+  if (mode == Mode::train) check_train_axis_names(axes);
   out.axes = Mesh::resolve(out.axes, ranks, axes.where());
   return out;
+}
+
+void parse_collectives(Section& s, Config& c) {
+  const bool given = s.has("axis");
+  c.collectives.axis = s.string("axis", c.mesh.axes.front().name);
+  s.finish();
+  if (!given) return;
+  std::vector<std::string> names;
+  for (const auto& a : c.mesh.axes) names.push_back(a.name);
+  if (std::find(names.begin(), names.end(), c.collectives.axis) != names.end()) return;
+  const std::string hint = config::closest(c.collectives.axis, names);
+  s.fail("axis", "'" + c.collectives.axis + "' is not an axis of the mesh (allowed: " +
+                     config::join(names) + ")" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+}
+
+// Rules between sections; each message sits at the key the user most likely has to change.
+void check_batch(const Config& c, const Section& train) {
+  if (c.train.batch <= c.problem.samples) return;
+  train.fail("batch", std::to_string(c.train.batch) + (train.has("batch") ? "" : " (the default)") +
+                          " exceeds problem.samples " + std::to_string(c.problem.samples) +
+                          " (allowed: 1 to " + std::to_string(c.problem.samples) + ")");
+}
+
+void check_model_axis(const Config& c, const Section& axes) {
+  for (const auto& a : c.mesh.axes) {
+    if (a.name != "model" || a.size <= c.problem.features) continue;
+    const bool inferred = axes.node()["model"].as<long long>() == -1;
+    axes.fail("model", "size " + std::to_string(a.size) + (inferred ? " (inferred from -1)" : "") +
+                           " exceeds problem.features " + std::to_string(c.problem.features) +
+                           " (each model rank holds at least one feature; allowed: 1 to " +
+                           std::to_string(c.problem.features) + ")");
+  }
+}
+
+// Which optional sections were read (and so belong in the resolved deck).
+struct SectionsRead {
+  bool problem, train, precision, comm, collectives;
+};
+
+nlohmann::ordered_json resolve(const Config& c, const SectionsRead& read) {
+  nlohmann::ordered_json r;
+  r["mode"] = to_string(c.mode);
+  for (const auto& a : c.mesh.axes) r["mesh"]["axes"][a.name] = a.size;
+  if (read.problem) r["problem"] = config::to_json(c.problem);
+  if (read.train) r["train"] = config::to_json(c.train);
+  if (read.precision) r["precision"] = config::to_json(c.precision);
+  if (read.comm) r["comm"] = config::to_json(c.comm);
+  if (read.collectives) r["collectives"]["axis"] = c.collectives.axis;
+  r["output"] = {{"every", c.output.every}, {"report", c.output.report}};
+  return r;
 }
 
 }  // namespace
@@ -51,23 +128,35 @@ Config load_config(const std::string& deck_path, const std::vector<std::string>&
   Config c;
   c.deck = deck_path;
   c.mode = parse_mode(deck);
-  c.mesh = parse_mesh(deck, ranks);
-
+  Section mesh = deck.section("mesh");
+  Section problem = deck.section("problem");
+  Section train = deck.section("train");
+  Section precision = deck.section("precision");
+  Section comm = deck.section("comm");
   Section collectives = deck.section("collectives");
-  c.collectives.axis = collectives.string("axis", c.mesh.axes.front().name);
-  collectives.finish();
-
   Section output = deck.section("output");
-  c.output.every = output.integer("every", c.output.every, 1, 1LL << 40);
+  deck.finish();  // first, so that a misspelt section is named as such, not as a missing one
+
+  Section axes = mesh.section("axes");
+  c.mesh = parse_mesh(mesh, axes, c.mode, ranks);
+  // Mode train needs these sections (with their defaults); in any other mode a section that is
+  // present is still read completely, so a typo in it is never ignored.
+  const bool train_mode = c.mode == Mode::train;
+  const auto wanted = [&](const std::string& key) { return train_mode || deck.has(key); };
+  const SectionsRead read{wanted("problem"), wanted("train"), wanted("precision"), wanted("comm"),
+                          !train_mode || deck.has("collectives")};
+  if (read.problem) c.problem = config::parse_problem(problem);
+  if (read.train) c.train = config::parse_train(train);
+  if (read.precision) c.precision = config::parse_precision(precision);
+  if (read.comm) c.comm = config::parse_comm(comm);
+  parse_collectives(collectives, c);
+  c.output.every = output.integer("every", c.output.every, 1, config::unbounded);
   c.output.report = output.string("report", c.output.report);
   output.finish();
-  deck.finish();
 
-  auto& r = c.resolved;
-  r["mode"] = to_string(c.mode);
-  for (const auto& a : c.mesh.axes) r["mesh"]["axes"][a.name] = a.size;
-  r["collectives"]["axis"] = c.collectives.axis;
-  r["output"] = {{"every", c.output.every}, {"report", c.output.report}};
+  if (read.problem && read.train) check_batch(c, train);
+  if (train_mode) check_model_axis(c, axes);
+  c.resolved = resolve(c, read);
   return c;
 }
 

@@ -1,5 +1,5 @@
-// The typed, validated configuration of a run: the YAML deck (DESIGN.md §3) after --set
-// overrides, defaults and validation. Every rank loads it identically, so a bad deck fails
+// The typed, validated configuration of a run: the YAML deck (DESIGN.md §3, docs/decks.md) after
+// --set overrides, defaults and validation. Every rank loads it identically, so a bad deck fails
 // on every rank with the same message.
 #pragma once
 
@@ -8,14 +8,56 @@
 #include <string>
 #include <vector>
 
+#include "kpmap/core/types.hpp"
 #include "kpmap/mesh/mesh.hpp"
 
 namespace kpmap {
 
 enum class Mode { train, collectives, bench, info };
 
+
 struct MeshConfig {
   std::vector<MeshAxis> axes;  // resolved: sizes multiply to the rank count
+};
+
+struct ProblemConfig {
+  long long samples = 0;   // rows of X; required when the section is read
+  long long features = 0;  // columns of X; required when the section is read
+  bool bias = true;
+  double noise = 0.0;      // standard deviation of the noise added to y
+  long long seed = 42;
+  std::string source = "synthetic";
+};
+
+// Only the fields of the chosen optimizer are meaningful; the deck rejects the others.
+struct OptimizerConfig {
+  std::string name = "sgd";  // sgd | momentum | adam
+  double lr = 0.05;
+  double momentum = 0.9;  // momentum
+  double beta1 = 0.9;     // adam
+  double beta2 = 0.999;   // adam
+  double eps = 1e-8;      // adam
+};
+
+struct TrainConfig {
+  long long steps = 200;
+  long long batch = 1024;      // global rows per step
+  long long accumulation = 1;  // micro-batches per step, each batch / accumulation rows
+  std::string kernel = "fused";  // fused | kokkos_kernels (kpmap::GradientKernel in the model layer)
+  OptimizerConfig optimizer;
+};
+
+struct PrecisionConfig {
+  Dtype compute = Dtype::fp32;
+  Dtype params = Dtype::fp32;
+  Dtype comm = Dtype::fp32;
+  std::string loss_scale = "none";
+};
+
+struct CommConfig {
+  std::string strategy = "allreduce";
+  long long bucket_bytes = 0;  // 0: one message per step
+  bool overlap = false;
 };
 
 struct CollectivesConfig {
@@ -31,14 +73,21 @@ struct Config {
   std::string deck;  // path of the deck file
   Mode mode = Mode::train;
   MeshConfig mesh;
+  ProblemConfig problem;
+  TrainConfig train;
+  PrecisionConfig precision;
+  CommConfig comm;
   CollectivesConfig collectives;
   OutputConfig output;
   nlohmann::ordered_json resolved;  // the deck with every default filled in, echoed into reports
 };
 
 std::string to_string(Mode mode);
+std::string to_string(Dtype dtype);
 
 // Loads and validates the deck for a run on `ranks` ranks. Throws InputError.
+// The sections a mode needs are read with their defaults (mode train: problem, train, precision,
+// comm); every other section present is validated too, so no key is ever ignored.
 Config load_config(const std::string& deck, const std::vector<std::string>& overrides, int ranks);
 
 }  // namespace kpmap

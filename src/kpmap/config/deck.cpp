@@ -1,6 +1,7 @@
 #include "kpmap/config/deck.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -20,6 +21,19 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
+// A copy without source marks: a --set value has no line in the deck, and the parser's marks
+// (line 1 of the value text) would point at the deck's first line.
+YAML::Node without_marks(const YAML::Node& n) {
+  if (n.IsScalar()) return YAML::Node(n.Scalar());
+  YAML::Node out(n.Type());
+  if (n.IsSequence()) {
+    for (const auto& item : n) out.push_back(without_marks(item));
+  } else if (n.IsMap()) {
+    for (const auto& kv : n) out[kv.first.Scalar()] = without_marks(kv.second);
+  }
+  return out;
+}
+
 void apply_override(YAML::Node root, const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -31,7 +45,7 @@ void apply_override(YAML::Node root, const std::string& assignment) {
   }
   YAML::Node value;
   try {
-    value = YAML::Load(assignment.substr(eq + 1));
+    value = without_marks(YAML::Load(assignment.substr(eq + 1)));
   } catch (const YAML::Exception& e) {
     throw InputError("--set " + assignment + ": value is not valid YAML: " + e.msg);
   }
@@ -63,6 +77,38 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
+
+bool Interval::contains(double x) const {
+  const bool above = lo_open ? x > lo : x >= lo;
+  const bool below = hi_open ? x < hi : x <= hi;
+  return above && below;
+}
+
+std::string Interval::str() const {
+  std::ostringstream out;
+  if (std::isinf(hi)) {
+    out << (lo_open ? "> " : ">= ") << lo;
+  } else if (std::isinf(lo)) {
+    out << (hi_open ? "< " : "<= ") << hi;
+  } else {
+    out << (lo_open ? "(" : "[") << lo << ", " << hi << (hi_open ? ")" : "]");
+  }
+  return out.str();
+}
+
+std::string flow(const YAML::Node& node) {
+  YAML::Emitter out;
+  out.SetMapFormat(YAML::Flow);
+  out.SetSeqFormat(YAML::Flow);
+  out << node;
+  return out.c_str();
+}
+
+std::string join(const std::vector<std::string>& words, const std::string& separator) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : separator) + w;
+  return out;
+}
 
 std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
@@ -114,13 +160,13 @@ Section Section::section(const std::string& key) {
   read_.insert(key);
   if (!has(key)) return Section(YAML::Node(YAML::NodeType::Map), key_path(key), file_);
   YAML::Node n = node_[key];
-  if (!n.IsMap()) fail(key, "expected a map of keys, got '" + YAML::Dump(n) + "'");
+  if (!n.IsMap()) fail(key, "expected a map of keys, got '" + flow(n) + "'");
   return Section(n, key_path(key), file_);
 }
 
 std::string Section::scalar(const std::string& key, const char* expected) {
   const YAML::Node n = node_[key];
-  if (!n.IsScalar()) fail(key, std::string("expected ") + expected + ", got '" + YAML::Dump(n) + "'");
+  if (!n.IsScalar()) fail(key, std::string("expected ") + expected + ", got '" + flow(n) + "'");
   return n.Scalar();
 }
 
@@ -130,13 +176,18 @@ std::string Section::string(const std::string& key, const std::string& fallback)
 }
 
 std::string Section::choice(const std::string& key, const std::string& fallback,
-                            const std::vector<std::string>& allowed) {
+                            const std::vector<std::string>& allowed,
+                            const std::vector<std::string>& not_yet) {
   const std::string value = string(key, fallback);
-  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "" : " | ") + a;
+  const auto in = [&value](const std::vector<std::string>& set) {
+    return std::find(set.begin(), set.end(), value) != set.end();
+  };
+  if (in(allowed)) return value;
+  if (in(not_yet)) {
+    fail(key, "'" + value + "' is not available in this build yet (allowed: " + join(allowed) + ")");
+  }
   const std::string hint = closest(value, allowed);
-  fail(key, "'" + value + "' is not allowed (allowed: " + list + ")" +
+  fail(key, "'" + value + "' is not allowed (allowed: " + join(allowed) + ")" +
                 (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
 }
 
@@ -153,13 +204,19 @@ long long Section::integer(const std::string& key, long long fallback, long long
   }
   if (used == 0 || used != text.size()) fail(key, "'" + text + "' is not an integer");
   if (value < min || value > max) {
-    fail(key, std::to_string(value) + " is out of range [" + std::to_string(min) + ", " +
-                  std::to_string(max) + "]");
+    fail(key, std::to_string(value) + " is out of range (allowed: " +
+                  (max == unbounded ? ">= " + std::to_string(min)
+                                    : "[" + std::to_string(min) + ", " + std::to_string(max) + "]") +
+                  ")");
   }
   return value;
 }
 
 double Section::number(const std::string& key, double fallback, double min, double max) {
+  return number(key, fallback, Interval{min, max});
+}
+
+double Section::number(const std::string& key, double fallback, const Interval& allowed) {
   read_.insert(key);
   if (!has(key)) return fallback;
   const std::string text = scalar(key, "a number");
@@ -169,11 +226,8 @@ double Section::number(const std::string& key, double fallback, double min, doub
   } catch (const YAML::Exception&) {
     fail(key, "'" + text + "' is not a number");
   }
-  if (!(value >= min && value <= max)) {
-    std::ostringstream range;
-    range << "[" << min << ", " << max << "]";
-    fail(key, text + " is out of range " + range.str());
-  }
+  if (!std::isfinite(value)) fail(key, "'" + text + "' is not a finite number");
+  if (!allowed.contains(value)) fail(key, text + " is out of range (allowed: " + allowed.str() + ")");
   return value;
 }
 
@@ -198,11 +252,9 @@ void Section::finish() const {
     const std::string key = kv.first.as<std::string>();
     if (read_.count(key)) continue;
     const std::string hint = closest(key, known);
-    std::string list;
-    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
     throw InputError(mark_text(file_, kv.first.Mark()) + ": " + key_path(key) + ": unknown key" +
                      (hint.empty() ? "" : "; did you mean '" + hint + "'?") + " (known here: " +
-                     list + ")");
+                     join(known, ", ") + ")");
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +17,20 @@ namespace kpmap::config {
 // Throws InputError naming the file and line (missing file, malformed YAML, bad override).
 YAML::Node load_deck(const std::string& path, const std::vector<std::string>& overrides);
 
+// The allowed values of a real key: [lo, hi], with either end open; infinite ends are unbounded.
+struct Interval {
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  bool lo_open = false;
+  bool hi_open = false;
+
+  bool contains(double x) const;
+  std::string str() const;  // "> 0", ">= 0", "[0, 1)", ...
+};
+
+// No upper bound for Section::integer.
+inline constexpr long long unbounded = std::numeric_limits<long long>::max();
+
 // A map in the deck, read key by key. Every key read is remembered; finish() rejects the rest
 // with a "did you mean" suggestion.
 class Section {
@@ -25,10 +40,14 @@ class Section {
   bool has(const std::string& key) const;
   Section section(const std::string& key);  // a nested map; an absent key reads as empty
   std::string string(const std::string& key, const std::string& fallback);
+  // One of `allowed`. A value in `not_yet` is part of the schema but not implemented: it is
+  // rejected with a message that says so (never silently accepted or ignored).
   std::string choice(const std::string& key, const std::string& fallback,
-                     const std::vector<std::string>& allowed);
+                     const std::vector<std::string>& allowed,
+                     const std::vector<std::string>& not_yet = {});
   long long integer(const std::string& key, long long fallback, long long min, long long max);
   double number(const std::string& key, double fallback, double min, double max);
+  double number(const std::string& key, double fallback, const Interval& allowed);  // finite
   bool boolean(const std::string& key, bool fallback);
   YAML::Node raw(const std::string& key);  // for shapes the helpers above do not cover
 
@@ -51,6 +70,12 @@ class Section {
   std::string file_;
   std::set<std::string> read_;
 };
+
+// A value as one line of YAML ("[1, 2]", "{a: 1}"), for messages.
+std::string flow(const YAML::Node& node);
+
+// "a | b | c"
+std::string join(const std::vector<std::string>& words, const std::string& separator = " | ");
 
 // The closest of `candidates` to `word` by edit distance, or "" when none is close.
 std::string closest(const std::string& word, const std::vector<std::string>& candidates);

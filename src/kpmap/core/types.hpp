@@ -30,6 +30,10 @@ using View2 = Kokkos::View<T**, device_type>;
 template <class T>
 using View3 = Kokkos::View<T***, device_type>;
 
+// Element types of storage, compute and communication. bf16 and fp16 are kpmap's own 16-bit
+// types (core/half.hpp); the deck rejects them for training until mixed precision lands.
+enum class Dtype { fp64, fp32, bf16, fp16 };
+
 // Whether host code (MPI, in particular) may dereference a View of this memory space.
 template <class MemorySpace>
 inline constexpr bool host_accessible_v =
