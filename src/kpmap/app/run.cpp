@@ -1,5 +1,7 @@
 #include "kpmap/app/run.hpp"
 
+#include "kpmap/app/collectives_mode.hpp"
+
 #include <iostream>
 #include <optional>
 
@@ -24,6 +26,7 @@ int run_info(const Config& config, const Mesh& mesh) {
 int run_mode(const Config& config, const Mesh& mesh) {
   switch (config.mode) {
     case Mode::info: return run_info(config, mesh);
+    case Mode::collectives: return run_collectives(config, mesh);
     default:
       throw InputError(config.deck + ": mode '" + to_string(config.mode) +
                        "' is not available in this build yet");

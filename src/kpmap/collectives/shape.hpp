@@ -1,0 +1,72 @@
+// JAX's shape rules for the collectives whose output shape differs from the input, and the
+// errors that name a broken rule. Pure functions: every rank computes the same answer, so a
+// violated rule throws on every rank before any communication.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kpmap/mesh/mesh.hpp"
+
+namespace kpmap {
+
+// Extents of a View, outermost first (row-major logical order, whatever the View's layout).
+using Shape = std::vector<std::int64_t>;
+
+std::string to_string(const Shape& shape);  // "[6, 3]"
+
+// Tags for the returning variants, whose output rank must be known at compile time:
+// all_gather(mesh, axes, x, 0, kpmap::untiled) has rank x.rank + 1, kpmap::tiled keeps it.
+struct tiled_t {};
+struct untiled_t {};
+inline constexpr tiled_t tiled{};
+inline constexpr untiled_t untiled{};
+
+// Output extents for an axis (or tuple) of size n. Each throws ShapeError naming the collective,
+// the axis, the input shape and the rule, e.g. "psum_scatter over 'data' (size 4): input shape
+// [6, 3], scatter_dimension 0: 6 is not divisible by 4 (tiled)".
+//   all_gather:   untiled inserts n at `axis` (0 <= axis <= rank); tiled multiplies shape[axis].
+//   psum_scatter: untiled needs shape[d] == n and removes d; tiled needs n | shape[d], divides it.
+//   all_to_all:   untiled needs shape[split] == n, removes split and inserts n at concat (a
+//                 position in the output); tiled needs n | shape[split], divides shape[split]
+//                 and multiplies shape[concat].
+Shape all_gather_shape(const Shape& in, const AxisNames& axes, int n, int axis, bool tiled);
+Shape psum_scatter_shape(const Shape& in, const AxisNames& axes, int n, int scatter_dimension,
+                         bool tiled);
+Shape all_to_all_shape(const Shape& in, const AxisNames& axes, int n, int split_axis,
+                       int concat_axis, bool tiled);
+
+// The same over a mesh axis (or tuple); an unknown axis name throws the mesh's InputError.
+Shape all_gather_shape(const Mesh& mesh, const AxisNames& axes, const Shape& in, int axis,
+                       bool tiled);
+Shape psum_scatter_shape(const Mesh& mesh, const AxisNames& axes, const Shape& in,
+                         int scatter_dimension, bool tiled);
+Shape all_to_all_shape(const Mesh& mesh, const AxisNames& axes, const Shape& in, int split_axis,
+                       int concat_axis, bool tiled);
+
+namespace detail {
+
+// "psum over 'data' (size 4): input shape [6, 3]": the start of every collective's error.
+std::string where(const char* collective, const AxisNames& axes, int n, const Shape& in);
+
+// Throws ShapeError unless the caller's output View has the expected shape.
+void check_output_shape(const char* collective, const AxisNames& axes, int n, const Shape& in,
+                        const std::string& arguments, const Shape& out, const Shape& expected);
+
+// ppermute's rules: indices in [0, n), no source and no destination twice. Throws ShapeError.
+void check_permutation(const AxisNames& axes, int n, const Shape& in,
+                       const std::vector<std::pair<int, int>>& perm);
+
+// pbroadcast's source must be an axis index. Throws ShapeError.
+void check_source(const AxisNames& axes, int n, const Shape& in, int source);
+
+// Product of shape[begin, end).
+std::int64_t product(const Shape& shape, int begin, int end);
+
+// MPI counts are int: larger messages are refused with a RuntimeError naming the collective.
+int mpi_count(const char* collective, std::int64_t count);
+
+}  // namespace detail
+}  // namespace kpmap
