@@ -427,4 +427,176 @@ TEST(ConfigResolved, IsAValidDeckThatResolvesToItself) {
   EXPECT_EQ(again.resolved.dump(), c.resolved.dump());
 }
 
+// --- bench ----------------------------------------------------------------------------------
+
+const std::string bench_head = "mode: bench\nmesh: {axes: {data: 2, model: 2}}\n";
+
+TEST(ConfigBench, DefaultsAndResolvedEcho) {
+  const auto c = load(bench_head);
+  EXPECT_EQ(c.bench.collectives,
+            (std::vector<std::string>{"psum", "all_gather", "psum_scatter", "all_to_all"}));
+  EXPECT_EQ(c.bench.dtypes, (std::vector<kpmap::Dtype>{kpmap::Dtype::fp32}));
+  EXPECT_EQ(c.bench.axes, (std::vector<std::vector<std::string>>{{"data"}, {"model"}}));  // every mesh axis
+  EXPECT_EQ(c.bench.min_bytes, 8);
+  EXPECT_EQ(c.bench.max_bytes, 1048576);
+  EXPECT_EQ(c.bench.factor, 4);
+  EXPECT_EQ(c.bench.iterations, 20);
+  EXPECT_EQ(c.bench.warmup, 5);
+  std::vector<std::string> keys;
+  for (const auto& kv : c.resolved.items()) keys.push_back(kv.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"mode", "mesh", "collectives", "bench", "output"}));
+  EXPECT_EQ(
+      c.resolved["bench"].dump(),
+      R"({"collectives":["psum","all_gather","psum_scatter","all_to_all"],"dtypes":["fp32"],)"
+      R"("axes":["data","model"],"min_bytes":8,"max_bytes":1048576,"factor":4,"iterations":20,"warmup":5})");
+  // Mode train neither needs nor echoes it.
+  EXPECT_FALSE(load(head).resolved.contains("bench"));
+}
+
+TEST(ConfigBench, EveryKeyIsReadAndResolvesToItself) {
+  const auto c =
+      load(bench_head +
+           "bench:\n  collectives: [ppermute, pbroadcast, pmean, pmax, pmin]\n  dtypes: [fp64, bf16, fp16]\n"
+           "  axes: [model, [model, data], [data]]\n  min_bytes: 1K\n  max_bytes: 1MiB\n  factor: 2\n"
+           "  iterations: 3\n  warmup: 0\n");
+  EXPECT_EQ(c.bench.collectives,
+            (std::vector<std::string>{"ppermute", "pbroadcast", "pmean", "pmax", "pmin"}));
+  EXPECT_EQ(c.bench.dtypes,
+            (std::vector<kpmap::Dtype>{kpmap::Dtype::fp64, kpmap::Dtype::bf16, kpmap::Dtype::fp16}));
+  EXPECT_EQ(c.bench.axes, (std::vector<std::vector<std::string>>{{"model"}, {"model", "data"}, {"data"}}));
+  EXPECT_EQ(c.bench.min_bytes, 1024);
+  EXPECT_EQ(c.bench.max_bytes, 1048576);
+  EXPECT_EQ(c.bench.factor, 2);
+  EXPECT_EQ(c.bench.iterations, 3);
+  EXPECT_EQ(c.bench.warmup, 0);
+  EXPECT_EQ(c.resolved["bench"]["axes"].dump(), R"(["model",["model","data"],"data"])");
+  const auto again = kpmap::load_config(write_deck("resolved.yaml", c.resolved.dump(2)), {}, 4);
+  EXPECT_EQ(again.resolved.dump(), c.resolved.dump());
+  // Byte counts take binary suffixes.
+  EXPECT_EQ(load(bench_head + "bench: {min_bytes: 64KiB, max_bytes: 1G}\n").bench.max_bytes, 1073741824);
+  EXPECT_EQ(load(bench_head + "bench: {min_bytes: 3M}\n", {"bench.max_bytes=3M"}).bench.min_bytes, 3145728);
+}
+
+TEST(ConfigBench, ListElementsAreNamedByIndexAndLine) {
+  auto msg = load_error(bench_head + "bench: {collectives: [psum, psun]}\n");
+  EXPECT_NE(
+      msg.find(
+          "deck.yaml:3:29: bench.collectives[1]: 'psun' is not allowed (allowed: psum | pmean | pmax | "
+          "pmin | all_gather | psum_scatter | all_to_all | ppermute | pbroadcast); did you mean 'psum'?"),
+      std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {dtypes: [fp32, fp8]}\n");
+  EXPECT_NE(
+      msg.find("deck.yaml:3:24: bench.dtypes[1]: 'fp8' is not allowed (allowed: fp64 | fp32 | bf16 | fp16)"),
+      std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {dtypes: [bf16, bf16]}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:24: bench.dtypes[1]: 'bf16' is listed twice (allowed: each at most once)"),
+            std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {collectives: psum}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:22: bench.collectives: expected a non-empty list, got 'psum' (allowed: a "
+                     "list of psum"),
+            std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {dtypes: []}\n");
+  EXPECT_NE(msg.find("bench.dtypes: expected a non-empty list, got '[]'"), std::string::npos) << msg;
+  msg = load_error(bench_head + "bench: {collectives: [[psum]]}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:23: bench.collectives[0]: expected a name, got '[psum]'"),
+            std::string::npos)
+      << msg;
+  // With --set there is no line: the file alone.
+  msg = load_error(bench_head, {"bench.dtypes=[fp32, fp24]"});
+  EXPECT_NE(msg.find("deck.yaml: bench.dtypes[1]: 'fp24' is not allowed"), std::string::npos) << msg;
+}
+
+TEST(ConfigBench, AxesAreAxesOrTuplesOfTheMesh) {
+  auto msg = load_error(bench_head + "bench: {axes: [dta]}\n");
+  EXPECT_NE(
+      msg.find("deck.yaml:3:16: bench.axes[0]: 'dta' is not an axis of the mesh (allowed: data | model); "
+               "did you mean 'data'?"),
+      std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {axes: [data, [model, dat]]}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:30: bench.axes[1][1]: 'dat' is not an axis of the mesh"), std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {axes: [[data, data]]}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:23: bench.axes[0][1]: axis 'data' appears twice in [data, data]"),
+            std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {axes: [[]]}\n");
+  EXPECT_NE(msg.find("bench.axes[0]: expected an axis or a non-empty list of axes, got '[]'"),
+            std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {axes: [data, [data]]}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:22: bench.axes[1]: [data] is listed twice"), std::string::npos) << msg;
+  msg = load_error(bench_head + "bench: {axes: [[[data]]]}\n");
+  EXPECT_NE(msg.find("bench.axes[0][0]: expected an axis name, got '[data]'"), std::string::npos) << msg;
+  msg = load_error(bench_head + "bench: {axes: data}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:15: bench.axes: expected a non-empty list, got 'data'"), std::string::npos)
+      << msg;
+}
+
+TEST(ConfigBench, SizesAndCountsAreInRange) {
+  auto msg = load_error(bench_head + "bench: {max_bytes: 4}\n");
+  EXPECT_NE(
+      msg.find(
+          "deck.yaml:3:20: bench.max_bytes: 4 is less than bench.min_bytes 8 (the default) (allowed: >= 8)"),
+      std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {min_bytes: 2M}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:20: bench.min_bytes: 2097152 exceeds bench.max_bytes 1048576 (the default) "
+                     "(allowed: 1 to 1048576)"),
+            std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {min_bytes: 64, max_bytes: 32}\n");
+  EXPECT_NE(msg.find("bench.max_bytes: 32 is less than bench.min_bytes 64 (allowed: >= 64)"),
+            std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {max_bytes: 1 MB}\n");
+  EXPECT_NE(
+      msg.find("deck.yaml:3:20: bench.max_bytes: '1 MB' is not a byte count (allowed: an integer from 1 to "
+               "2147483647, optionally with a binary suffix K, M or G"),
+      std::string::npos)
+      << msg;
+  for (const char* bad : {"1.5K", "-8", "K", "8k", "1e6"}) {
+    msg = load_error(bench_head + "bench: {min_bytes: " + bad + "}\n");
+    EXPECT_NE(msg.find("bench.min_bytes: '" + std::string(bad) + "' is not a byte count"), std::string::npos)
+        << msg;
+  }
+  msg = load_error(bench_head + "bench: {min_bytes: 0}\n");
+  EXPECT_NE(msg.find("bench.min_bytes: 0 is out of range (allowed: 1 to 2147483647 bytes"), std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {max_bytes: 2G}\n");
+  EXPECT_NE(msg.find("bench.max_bytes: 2G is out of range (allowed: 1 to 2147483647 bytes"),
+            std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {max_bytes: 99999999999999999999G}\n");
+  EXPECT_NE(msg.find("bench.max_bytes: '99999999999999999999G' is not a byte count"), std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {max_bytes: 8000000000G}\n");
+  EXPECT_NE(msg.find("bench.max_bytes: 8000000000G is out of range"), std::string::npos) << msg;
+  msg = load_error(bench_head + "bench: {factor: 1}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:17: bench.factor: 1 is out of range (allowed: >= 2)"), std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {iterations: 0}\n");
+  EXPECT_NE(msg.find("bench.iterations: 0 is out of range (allowed: >= 1)"), std::string::npos) << msg;
+  msg = load_error(bench_head + "bench: {warmup: -1}\n");
+  EXPECT_NE(msg.find("bench.warmup: -1 is out of range (allowed: >= 0)"), std::string::npos) << msg;
+  msg = load_error(bench_head + "bench: {warmup: 2, iteration: 3}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:20: bench.iteration: unknown key; did you mean 'iterations'?"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ConfigBench, APresentBenchSectionIsValidatedInEveryMode) {
+  auto msg = load_error("mode: info\nbench: {dtypes: [fp8]}\n");
+  EXPECT_NE(msg.find("deck.yaml:2:18: bench.dtypes[0]: 'fp8' is not allowed"), std::string::npos) << msg;
+  msg = load_error(head + "bench: {factor: 0}\n");
+  EXPECT_NE(msg.find("bench.factor: 0 is out of range"), std::string::npos) << msg;
+  msg = load_error("mode: bench\nbench: {axes: [model]}\n");  // the default mesh has one axis, data
+  EXPECT_NE(msg.find("bench.axes[0]: 'model' is not an axis of the mesh (allowed: data)"), std::string::npos)
+      << msg;
+}
+
 }  // namespace

@@ -1,7 +1,7 @@
 #include "kpmap/app/run.hpp"
 
 #include "kpmap/app/collectives_mode.hpp"
-
+#include "kpmap/app/bench_mode.hpp"
 #include <iostream>
 #include <optional>
 
@@ -26,6 +26,7 @@ int run_info(const Config& config, const Mesh& mesh) {
 int run_mode(const Config& config, const Mesh& mesh) {
   switch (config.mode) {
     case Mode::info: return run_info(config, mesh);
+    case Mode::bench: return run_bench(config, mesh);
     case Mode::collectives: return run_collectives(config, mesh);
     default:
       throw InputError(config.deck + ": mode '" + to_string(config.mode) +
@@ -56,21 +57,18 @@ int run(const RunOptions& options, MPI_Comm world) {
   code = agree_on_exit(world, code, message);
   if (code != exit_success) return code;
 
+  // A mode returns an outcome every rank agrees on (0, or 1 when a check it ran failed).
+  // An exception past this point may be rank-local while other ranks sit in a collective, so an
+  // agreement could hang: the failing rank prints its message and takes the job down.
   try {
     const Mesh mesh(world, config->mesh.axes);
     code = run_mode(*config, mesh);
   } catch (const Error& e) {
-    code = e.exit_code();
-    message = e.what();
+    std::cerr << "kpmap: error: " << e.what() << std::endl;
+    MPI_Abort(world, e.exit_code());
   } catch (const std::exception& e) {
-    code = exit_runtime;
-    message = e.what();
-  }
-  // Past this point ranks may sit in different collectives, so an agreement could hang:
-  // a rank that fails takes the job down.
-  if (code != exit_success) {
-    std::cerr << "kpmap: error: " << message << std::endl;
-    MPI_Abort(world, code);
+    std::cerr << "kpmap: error: " << e.what() << std::endl;
+    MPI_Abort(world, exit_runtime);
   }
   return code;
 }

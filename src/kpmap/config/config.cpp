@@ -105,7 +105,7 @@ void check_model_axis(const Config& c, const Section& axes) {
 
 // Which optional sections were read (and so belong in the resolved deck).
 struct SectionsRead {
-  bool problem, train, precision, comm, collectives;
+  bool problem, train, precision, comm, collectives, bench;
 };
 
 nlohmann::ordered_json resolve(const Config& c, const SectionsRead& read) {
@@ -117,6 +117,7 @@ nlohmann::ordered_json resolve(const Config& c, const SectionsRead& read) {
   if (read.precision) r["precision"] = config::to_json(c.precision);
   if (read.comm) r["comm"] = config::to_json(c.comm);
   if (read.collectives) r["collectives"]["axis"] = c.collectives.axis;
+  if (read.bench) r["bench"] = config::to_json(c.bench);
   r["output"] = {{"every", c.output.every}, {"report", c.output.report}};
   return r;
 }
@@ -134,6 +135,7 @@ Config load_config(const std::string& deck_path, const std::vector<std::string>&
   Section precision = deck.section("precision");
   Section comm = deck.section("comm");
   Section collectives = deck.section("collectives");
+  Section bench = deck.section("bench");
   Section output = deck.section("output");
   deck.finish();  // first, so that a misspelt section is named as such, not as a missing one
 
@@ -144,12 +146,14 @@ Config load_config(const std::string& deck_path, const std::vector<std::string>&
   const bool train_mode = c.mode == Mode::train;
   const auto wanted = [&](const std::string& key) { return train_mode || deck.has(key); };
   const SectionsRead read{wanted("problem"), wanted("train"), wanted("precision"), wanted("comm"),
-                          !train_mode || deck.has("collectives")};
+                          !train_mode || deck.has("collectives"),
+                          c.mode == Mode::bench || deck.has("bench")};
   if (read.problem) c.problem = config::parse_problem(problem);
   if (read.train) c.train = config::parse_train(train);
   if (read.precision) c.precision = config::parse_precision(precision);
   if (read.comm) c.comm = config::parse_comm(comm);
   parse_collectives(collectives, c);
+  if (read.bench) c.bench = config::parse_bench(bench, c.mesh);
   c.output.every = output.integer("every", c.output.every, 1, config::unbounded);
   c.output.report = output.string("report", c.output.report);
   output.finish();

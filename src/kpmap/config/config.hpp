@@ -64,6 +64,19 @@ struct CollectivesConfig {
   std::string axis = "i";  // the mesh axis the one-axis tutorial examples run over
 };
 
+// mode: bench, the collective sweep (docs/bench.md). Collective names are the bench layer's
+// (kpmap::parse_collective); each entry of `axes` is one axis or an ordered tuple of axes.
+struct BenchConfig {
+  std::vector<std::string> collectives{"psum", "all_gather", "psum_scatter", "all_to_all"};
+  std::vector<Dtype> dtypes{Dtype::fp32};
+  std::vector<std::vector<std::string>> axes;  // default: every mesh axis on its own
+  long long min_bytes = 8;
+  long long max_bytes = 1 << 20;
+  long long factor = 4;  // sizes min_bytes, min_bytes * factor, ... up to max_bytes
+  long long iterations = 20;
+  long long warmup = 5;
+};
+
 struct OutputConfig {
   long long every = 10;              // progress line every this many steps
   std::string report = "report.json";  // JSON report path ("" for none)
@@ -78,6 +91,7 @@ struct Config {
   PrecisionConfig precision;
   CommConfig comm;
   CollectivesConfig collectives;
+  BenchConfig bench;
   OutputConfig output;
   nlohmann::ordered_json resolved;  // the deck with every default filled in, echoed into reports
 };
@@ -87,7 +101,8 @@ std::string to_string(Dtype dtype);
 
 // Loads and validates the deck for a run on `ranks` ranks. Throws InputError.
 // The sections a mode needs are read with their defaults (mode train: problem, train, precision,
-// comm); every other section present is validated too, so no key is ever ignored.
+// comm; mode bench: bench); every other section present is validated too, so no key is ever
+// ignored.
 Config load_config(const std::string& deck, const std::vector<std::string>& overrides, int ranks);
 
 }  // namespace kpmap

@@ -152,6 +152,10 @@ void Section::fail(const std::string& key, const std::string& what) const {
   throw InputError(where(key) + ": " + what);
 }
 
+void Section::fail_at(const YAML::Node& node, const std::string& item, const std::string& what) const {
+  throw InputError(mark_text(file_, node.Mark()) + ": " + key_path(item) + ": " + what);
+}
+
 bool Section::has(const std::string& key) const {
   return node_.IsMap() && node_[key].IsDefined() && !node_[key].IsNull();
 }

@@ -57,6 +57,9 @@ class Section {
   // "deck.yaml:3:7: train.lr" for the value under `key` (or the map itself when key is empty).
   std::string where(const std::string& key = "") const;
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+  // The same at a value inside the one under a key (a list element): `item` names it after this
+  // section's path ("dtypes[1]" gives "deck.yaml:4:19: bench.dtypes[1]: ...").
+  [[noreturn]] void fail_at(const YAML::Node& node, const std::string& item, const std::string& what) const;
 
   const std::string& path() const { return path_; }
   const YAML::Node& node() const { return node_; }

@@ -1,6 +1,7 @@
 #include "kpmap/config/sections.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 namespace kpmap::config {
 
@@ -47,6 +48,153 @@ OptimizerConfig parse_optimizer(Section& s) {
 Dtype parse_dtype(Section& s, const std::string& key, const std::string& fallback) {
   const std::string d = s.choice(key, fallback, {"fp64", "fp32"}, {"bf16", "fp16"});
   return d == "fp64" ? Dtype::fp64 : Dtype::fp32;
+}
+
+// --- bench -------------------------------------------------------------------------------------
+
+const std::vector<std::string> bench_collectives{
+    "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all", "ppermute", "pbroadcast"};
+const std::vector<std::string> bench_dtypes{"fp64", "fp32", "bf16", "fp16"};
+
+// Every element type's count then fits MPI's int counts.
+constexpr long long max_message_bytes = 2147483647;
+const std::string byte_count_allowed =
+    "an integer from 1 to 2147483647, optionally with a binary suffix K, M or G (or KiB, MiB, "
+    "GiB): 65536, 64K, 1M";
+
+std::string allowed_one_of(const std::string& w, const std::vector<std::string>& allowed) {
+  const std::string hint = closest(w, allowed);
+  return "'" + w + "' is not allowed (allowed: " + join(allowed) + ")" +
+         (hint.empty() ? "" : "; did you mean '" + hint + "'?");
+}
+
+// The list under `key`, which the caller knows is present.
+YAML::Node nonempty_list(Section& s, const std::string& key, const std::string& allowed) {
+  const YAML::Node n = s.raw(key);
+  if (!n.IsSequence() || n.size() == 0) {
+    s.fail(key, "expected a non-empty list, got '" + flow(n) + "' (allowed: a list of " + allowed + ")");
+  }
+  return n;
+}
+
+// A list of distinct words from `allowed`; each message names the element ("bench.dtypes[1]").
+std::vector<std::string> word_list(Section& s, const std::string& key, std::vector<std::string> fallback,
+                                   const std::vector<std::string>& allowed) {
+  s.raw(key);  // marks the key read
+  if (!s.has(key)) return fallback;
+  const YAML::Node n = nonempty_list(s, key, join(allowed));
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node e = n[i];
+    const std::string item = key + "[" + std::to_string(i) + "]";
+    if (!e.IsScalar())
+      s.fail_at(e, item, "expected a name, got '" + flow(e) + "' (allowed: " + join(allowed) + ")");
+    const std::string w = e.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), w) == allowed.end())
+      s.fail_at(e, item, allowed_one_of(w, allowed));
+    if (std::find(out.begin(), out.end(), w) != out.end()) {
+      s.fail_at(e, item, "'" + w + "' is listed twice (allowed: each at most once)");
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
+// One entry of bench.axes: an axis name, or a list of distinct axis names (a tuple).
+std::vector<std::string> axis_entry(const Section& s, const YAML::Node& e, const std::string& item,
+                                    const std::vector<std::string>& names) {
+  const std::string allowed = "a mesh axis (" + join(names) + ") or a list of distinct mesh axes";
+  const auto name_at = [&](const YAML::Node& node, const std::string& where) {
+    if (!node.IsScalar())
+      s.fail_at(node, where, "expected an axis name, got '" + flow(node) + "' (allowed: " + allowed + ")");
+    const std::string w = node.Scalar();
+    if (std::find(names.begin(), names.end(), w) == names.end()) {
+      const std::string hint = closest(w, names);
+      s.fail_at(node, where,
+                "'" + w + "' is not an axis of the mesh (allowed: " + join(names) + ")" +
+                    (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+    }
+    return w;
+  };
+  if (!e.IsSequence()) return {name_at(e, item)};
+  if (e.size() == 0)
+    s.fail_at(e, item, "expected an axis or a non-empty list of axes, got '[]' (allowed: " + allowed + ")");
+  std::vector<std::string> tuple;
+  for (std::size_t j = 0; j < e.size(); ++j) {
+    const std::string w = name_at(e[j], item + "[" + std::to_string(j) + "]");
+    if (std::find(tuple.begin(), tuple.end(), w) != tuple.end()) {
+      s.fail_at(e[j], item + "[" + std::to_string(j) + "]",
+                "axis '" + w + "' appears twice in " + flow(e) + " (allowed: " + allowed + ")");
+    }
+    tuple.push_back(w);
+  }
+  return tuple;
+}
+
+std::vector<std::vector<std::string>> bench_axes(Section& s, const MeshConfig& mesh) {
+  std::vector<std::string> names;
+  for (const auto& a : mesh.axes) names.push_back(a.name);
+  std::vector<std::vector<std::string>> out;
+  s.raw("axes");
+  if (!s.has("axes")) {
+    for (const auto& name : names) out.push_back({name});
+    return out;
+  }
+  const YAML::Node n = nonempty_list(s, "axes", "mesh axes (" + join(names) + ") or lists of them");
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string item = "axes[" + std::to_string(i) + "]";
+    auto entry = axis_entry(s, n[i], item, names);
+    if (std::find(out.begin(), out.end(), entry) != out.end()) {
+      s.fail_at(n[i], item, flow(n[i]) + " is listed twice (allowed: each axis or tuple at most once)");
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+// "64K" -> 65536; -1 when `text` is not an integer with an optional binary suffix.
+long long parse_byte_count(const std::string& text) {
+  std::size_t used = 0;
+  long long value = -1;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return -1;
+  }
+  if (used == 0 || !std::isdigit(static_cast<unsigned char>(text[0]))) return -1;
+  const std::string suffix = text.substr(used);
+  int shift = 0;
+  if (suffix == "K" || suffix == "KiB")
+    shift = 10;
+  else if (suffix == "M" || suffix == "MiB")
+    shift = 20;
+  else if (suffix == "G" || suffix == "GiB")
+    shift = 30;
+  else if (!suffix.empty())
+    return -1;
+  if (value > (max_message_bytes << 1) >> shift) return max_message_bytes + 1;  // out of range, no overflow
+  return value << shift;
+}
+
+long long byte_count(Section& s, const std::string& key, long long fallback) {
+  const YAML::Node n = s.raw(key);
+  if (!s.has(key)) return fallback;
+  if (!n.IsScalar())
+    s.fail(key, "expected a byte count, got '" + flow(n) + "' (allowed: " + byte_count_allowed + ")");
+  const std::string text = n.Scalar();
+  const long long value = parse_byte_count(text);
+  if (value < 0) s.fail(key, "'" + text + "' is not a byte count (allowed: " + byte_count_allowed + ")");
+  if (value < 1 || value > max_message_bytes) {
+    s.fail(key, text + " is out of range (allowed: 1 to 2147483647 bytes, 2 GiB - 1)");
+  }
+  return value;
+}
+
+Dtype dtype_of(const std::string& name) {
+  if (name == "fp64") return Dtype::fp64;
+  if (name == "bf16") return Dtype::bf16;
+  if (name == "fp16") return Dtype::fp16;
+  return Dtype::fp32;
 }
 
 }  // namespace
@@ -118,6 +266,34 @@ CommConfig parse_comm(Section& s) {
   return c;
 }
 
+BenchConfig parse_bench(Section& s, const MeshConfig& mesh) {
+  BenchConfig b;
+  b.collectives = word_list(s, "collectives", b.collectives, bench_collectives);
+  std::vector<std::string> dtype_names;
+  for (Dtype d : b.dtypes) dtype_names.push_back(to_string(d));
+  b.dtypes.clear();
+  for (const auto& name : word_list(s, "dtypes", dtype_names, bench_dtypes))
+    b.dtypes.push_back(dtype_of(name));
+  b.axes = bench_axes(s, mesh);
+  b.min_bytes = byte_count(s, "min_bytes", b.min_bytes);
+  b.max_bytes = byte_count(s, "max_bytes", b.max_bytes);
+  if (b.min_bytes > b.max_bytes) {
+    // The message sits at the key the user wrote (max_bytes when both are given).
+    const bool at_max = s.has("max_bytes");
+    s.fail(at_max ? "max_bytes" : "min_bytes",
+           at_max ? std::to_string(b.max_bytes) + " is less than bench.min_bytes " +
+                        std::to_string(b.min_bytes) + (s.has("min_bytes") ? "" : " (the default)") +
+                        " (allowed: >= " + std::to_string(b.min_bytes) + ")"
+                  : std::to_string(b.min_bytes) + " exceeds bench.max_bytes " + std::to_string(b.max_bytes) +
+                        " (the default) (allowed: 1 to " + std::to_string(b.max_bytes) + ")");
+  }
+  b.factor = s.integer("factor", b.factor, 2, unbounded);
+  b.iterations = s.integer("iterations", b.iterations, 1, unbounded);
+  b.warmup = s.integer("warmup", b.warmup, 0, unbounded);
+  s.finish();
+  return b;
+}
+
 nlohmann::ordered_json to_json(const ProblemConfig& p) {
   return {{"samples", p.samples}, {"features", p.features}, {"bias", p.bias},
           {"noise", p.noise},     {"seed", p.seed},         {"source", p.source}};
@@ -144,6 +320,20 @@ nlohmann::ordered_json to_json(const PrecisionConfig& p) {
 
 nlohmann::ordered_json to_json(const CommConfig& c) {
   return {{"strategy", c.strategy}, {"bucket_bytes", c.bucket_bytes}, {"overlap", c.overlap}};
+}
+
+nlohmann::ordered_json to_json(const BenchConfig& b) {
+  nlohmann::ordered_json dtypes = nlohmann::ordered_json::array(), axes = nlohmann::ordered_json::array();
+  for (Dtype d : b.dtypes) dtypes.push_back(to_string(d));
+  for (const auto& a : b.axes) {
+    if (a.size() == 1)
+      axes.push_back(a.front());
+    else
+      axes.push_back(a);
+  }
+  return {{"collectives", b.collectives}, {"dtypes", dtypes},         {"axes", axes},
+          {"min_bytes", b.min_bytes},     {"max_bytes", b.max_bytes}, {"factor", b.factor},
+          {"iterations", b.iterations},   {"warmup", b.warmup}};
 }
 
 }  // namespace kpmap::config

@@ -1,0 +1,138 @@
+// The timing loop of one row and the sweep over rows.
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "kpmap/bench/bench.hpp"
+#include "kpmap/bench/check.hpp"
+#include "kpmap/collectives/collectives.hpp"
+#include "kpmap/core/error.hpp"
+
+namespace kpmap {
+
+namespace {
+
+// One call of the row's collective, out of place, on rank-1 Views (docs/bench.md: all_gather and
+// psum_scatter tiled along dimension 0, all_to_all tiled with split = concat = 0).
+template <class T>
+void call(Collective c, const Mesh& mesh, const AxisNames& axes, const View1<T>& in, const View1<T>& out,
+          const Permutation& shift) {
+  switch (c) {
+    case Collective::psum:
+      psum(mesh, axes, in, out);
+      break;
+    case Collective::pmean:
+      pmean(mesh, axes, in, out);
+      break;
+    case Collective::pmax:
+      pmax(mesh, axes, in, out);
+      break;
+    case Collective::pmin:
+      pmin(mesh, axes, in, out);
+      break;
+    case Collective::all_gather:
+      all_gather(mesh, axes, in, out, 0, true);
+      break;
+    case Collective::psum_scatter:
+      psum_scatter(mesh, axes, in, out, 0, true);
+      break;
+    case Collective::all_to_all:
+      all_to_all(mesh, axes, in, out, 0, 0, true);
+      break;
+    case Collective::ppermute:
+      ppermute(mesh, axes, in, out, shift);
+      break;
+    case Collective::pbroadcast:
+      pbroadcast(mesh, axes, in, out, 0);
+      break;
+  }
+}
+
+struct Measured {
+  double seconds;      // this rank's mean time per timed iteration
+  std::int64_t wrong;  // this rank's wrong elements in the last result
+};
+
+template <class T>
+Measured measure(const Mesh& mesh, const AxisNames& axes, Collective c, const Message& msg, int m,
+                 const BenchSpec& spec) {
+  const MPI_Comm comm = mesh.comm(axes);
+  const int n = mesh.axis_size(axes);
+  const int a = mesh.axis_index(axes);
+  const View1<T> in(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::bench_in"), msg.in);
+  const View1<T> out(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::bench_out"), msg.out);
+  bench::fill_input(in, a, m);
+  bench::poison(out);
+  Permutation shift;
+  for (int b = 0; b < n; ++b) shift.push_back({b, (b + 1) % n});
+  for (int w = 0; w < spec.warmup; ++w) call(c, mesh, axes, in, out, shift);
+  double total = 0;
+  for (int it = 0; it < spec.iterations; ++it) {
+    // The check reads the last result only: it must not pass on an earlier iteration's values.
+    if (it == spec.iterations - 1) bench::poison(out);
+    Kokkos::fence();
+    check_mpi(MPI_Barrier(comm), "MPI_Barrier");
+    const double start = MPI_Wtime();
+    call(c, mesh, axes, in, out, shift);
+    Kokkos::fence();
+    total += MPI_Wtime() - start;
+  }
+  const bench::CheckCase k{c, a, n, msg.count, m};
+  return {total / spec.iterations, bench::count_wrong(k, out)};
+}
+
+Measured measure(Dtype dtype, const Mesh& mesh, const AxisNames& axes, Collective c, const Message& msg,
+                 const BenchSpec& spec) {
+  const int m = value_modulus(dtype, mesh.axis_size(axes));
+  switch (dtype) {
+    case Dtype::fp64:
+      return measure<double>(mesh, axes, c, msg, m, spec);
+    case Dtype::fp32:
+      return measure<float>(mesh, axes, c, msg, m, spec);
+    case Dtype::bf16:
+      return measure<bf16>(mesh, axes, c, msg, m, spec);
+    case Dtype::fp16:
+      return measure<fp16>(mesh, axes, c, msg, m, spec);
+  }
+  throw RuntimeError("bench: unknown element type");
+}
+
+// Every group of the axis runs at once: the row is the slowest rank and every rank's errors.
+BenchRow reduce_row(const Mesh& mesh, Measured local, BenchRow row) {
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &local.seconds, 1, MPI_DOUBLE, MPI_MAX, mesh.comm()),
+            "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &local.wrong, 1, MPI_INT64_T, MPI_SUM, mesh.comm()), "MPI_Allreduce");
+  row.time_us = local.seconds * 1e6;
+  row.algbw_gbs = local.seconds > 0 ? static_cast<double>(row.bytes) / 1e9 / local.seconds : 0.0;
+  row.busbw_gbs = row.algbw_gbs * busbw_factor(row.collective, row.ranks);
+  row.wrong = local.wrong;
+  return row;
+}
+
+}  // namespace
+
+std::vector<BenchRow> run_sweep(const Mesh& mesh, const BenchSpec& spec,
+                                const std::function<void(const BenchRow&)>& on_row) {
+  std::vector<BenchRow> rows;
+  const auto sizes = sweep_sizes(spec);
+  for (const auto& axes : spec.axes) {
+    const int n = mesh.axis_size(axes);
+    for (Collective c : spec.collectives) {
+      for (Dtype dtype : spec.dtypes) {
+        std::int64_t previous = -1;
+        for (std::int64_t bytes : sizes) {
+          const Message msg = message(c, bytes, element_size(dtype), n);
+          if (msg.bytes == previous) continue;
+          previous = msg.bytes;
+          const Measured local = measure(dtype, mesh, axes, c, msg, spec);
+          rows.push_back(
+              reduce_row(mesh, local, {c, dtype, axes.str(), n, msg.bytes, msg.count, 0, 0, 0, 0}));
+          if (on_row) on_row(rows.back());
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace kpmap
