@@ -5,6 +5,31 @@
 # kpmap_add_command_test(NAME NP n COMMAND ... [LABELS ...] [TIMEOUT s] [PASS_REGULAR_EXPRESSION re])
 #   Runs a command (typically the kpmap driver) under mpiexec at one rank count.
 # Every test gets OMP_NUM_THREADS=1 (tests run up to 4 ranks on small machines) and a TIMEOUT.
+# Rank counts above MPIEXEC_MAX_NUMPROCS are skipped, with one warning per configure run.
+
+# Records a skipped rank count; the first skip schedules the warning for the end of configure.
+function(_kpmap_skip_np np)
+  get_property(skipped GLOBAL PROPERTY KPMAP_SKIPPED_NP)
+  if(NOT skipped AND CMAKE_VERSION VERSION_GREATER_EQUAL 3.19)
+    cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _kpmap_warn_skipped_np)
+  endif()
+  if(NOT np IN_LIST skipped)
+    set_property(GLOBAL APPEND PROPERTY KPMAP_SKIPPED_NP ${np})
+  endif()
+  # Without DEFER (CMake < 3.19) the first skip warns at once.
+  if(NOT skipped AND CMAKE_VERSION VERSION_LESS 3.19)
+    _kpmap_warn_skipped_np()
+  endif()
+endfunction()
+
+function(_kpmap_warn_skipped_np)
+  get_property(skipped GLOBAL PROPERTY KPMAP_SKIPPED_NP)
+  list(SORT skipped COMPARE NATURAL)
+  list(JOIN skipped ", np" counts)
+  message(WARNING "MPIEXEC_MAX_NUMPROCS is ${MPIEXEC_MAX_NUMPROCS}: the np${counts} MPI tests "
+    "are skipped (they need more ranks). The CMake presets set MPIEXEC_MAX_NUMPROCS=4, which "
+    "runs the default rank counts 1, 2 and 4 (mpiexec oversubscribes the cores if needed).")
+endfunction()
 
 function(_kpmap_mpiexec_command out np)
   set(${out} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MPIEXEC_PREFLAGS} PARENT_SCOPE)
@@ -43,6 +68,7 @@ function(kpmap_add_test name)
   endif()
   foreach(np IN LISTS T_NP)
     if(np GREATER MPIEXEC_MAX_NUMPROCS)
+      _kpmap_skip_np(${np})
       continue()
     endif()
     _kpmap_mpiexec_command(launcher ${np})
@@ -61,6 +87,7 @@ function(kpmap_add_command_test name)
     set(T_NP 1)
   endif()
   if(T_NP GREATER MPIEXEC_MAX_NUMPROCS)
+    _kpmap_skip_np(${T_NP})
     return()
   endif()
   _kpmap_mpiexec_command(launcher ${T_NP})

@@ -2,6 +2,10 @@
 // tuples of axes in both orders, on every mesh shape the rank count allows; layouts and strided
 // subviews; the shape errors. Expected values: sums/extrema over the group's world ranks of
 // value(rank, index), computed from the declared mesh sizes (test_collectives_common.hpp).
+#include <cmath>
+#include <limits>
+#include <tuple>
+
 #include "test_collectives_common.hpp"
 
 namespace {
@@ -109,8 +113,55 @@ TYPED_TEST(Reduce, ReturningVariantsOnRank3) {
     auto m = kpmap::pmean(mesh, "i", y);
     const int n = world_size();
     expect_all(m, [&](const Index&) { return (n + 1) / 2.0; }, "pmean of rank + 1");
-    auto sum = kpmap::psum(mesh, "i", y);
+    const auto sum = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kpmap::psum(mesh, "i", y));
     expect_all(m, [&](const Index&) { return to_double(sum(0)) / n; }, "pmean == psum / n");
+  }
+}
+
+template <class T>
+class FloatingExtrema : public ::testing::Test {};
+
+using FloatingTypes = ::testing::Types<double, float, kpmap::bf16, kpmap::fp16>;
+TYPED_TEST_SUITE(FloatingExtrema, FloatingTypes);
+
+// XLA's max/min: a NaN on any one rank makes the result NaN on every rank, and -0 < +0. Element
+// j < 4 is NaN on rank j % n only; element 4 holds ordinary values of both signs; elements 5 and
+// 6 hold -0 on rank 0 and +0 elsewhere, and the reverse. pmax out of place, pmin in place.
+TYPED_TEST(FloatingExtrema, NanPropagatesAndNegativeZeroIsSmaller) {  // 2 calls
+  using T = TypeParam;
+  const int rank = world_rank();
+  const int n = world_size();
+  kpmap::Mesh mesh(MPI_COMM_WORLD, {{"i", -1}});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto ordinary = [](int r) { return (r % 2 ? -1.0 : 1.0) * value<T>(r, 4); };
+  const auto mine = [&](const Index& i) {
+    if (i[0] < 4) return rank == i[0] % n ? nan : value<T>(rank, i[0]);
+    if (i[0] == 4) return ordinary(rank);
+    return (rank == 0) == (i[0] == 5) ? -0.0 : 0.0;
+  };
+  double high = ordinary(0), low = ordinary(0);
+  for (int r = 1; r < n; ++r) high = std::max(high, ordinary(r)), low = std::min(low, ordinary(r));
+  // Expected: NaN x 4, the extremum, then the zeros (one rank holds only rank 0's sign).
+  const std::vector<double> want_max{nan, nan, nan, nan, high, n > 1 ? 0.0 : -0.0, 0.0};
+  const std::vector<double> want_min{nan, nan, nan, nan, low, -0.0, n > 1 ? -0.0 : 0.0};
+
+  auto x = make<RView<T, 1>>({7});
+  fill(x, mine);
+  auto mx = make<RView<T, 1>>({7});
+  kpmap::pmax(mesh, "i", x, mx);
+  kpmap::pmin(mesh, "i", x, x);
+  for (const auto& [view, want, what] : {std::make_tuple(mx, want_max, "pmax"),
+                                         std::make_tuple(x, want_min, "pmin")}) {
+    const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), view);
+    for (int j = 0; j < 7; ++j) {
+      const double got = to_double(h(j));
+      if (std::isnan(want[j])) {
+        EXPECT_TRUE(std::isnan(got)) << what << " element " << j << " is " << got << ", expected NaN";
+      } else {
+        EXPECT_EQ(got, want[j]) << what << " element " << j;
+        EXPECT_EQ(std::signbit(got), std::signbit(want[j])) << what << " element " << j << " is " << got;
+      }
+    }
   }
 }
 

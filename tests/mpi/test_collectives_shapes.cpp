@@ -21,14 +21,24 @@ TEST(ShapeRules, AllGather) {
   EXPECT_EQ(kpmap::all_gather_shape({2, 3, 5}, i, 4, 3, false), (Shape{2, 3, 5, 4}));
   EXPECT_EQ(kpmap::all_gather_shape({2, 3, 5}, i, 4, 1, true), (Shape{2, 12, 5}));
   EXPECT_EQ(kpmap::all_gather_shape({2, 3, 5}, i, 4, 2, true), (Shape{2, 3, 20}));
+  // A negative axis counts from the end of the output (JAX's canonicalize_axis over ndim + 1
+  // untiled, ndim tiled).
+  EXPECT_EQ(kpmap::all_gather_shape({2, 3}, i, 4, -1, false), (Shape{2, 3, 4}));
+  EXPECT_EQ(kpmap::all_gather_shape({2, 3}, i, 4, -3, false), (Shape{4, 2, 3}));
+  EXPECT_EQ(kpmap::all_gather_shape({2, 3}, i, 4, -1, true), (Shape{2, 12}));
+  EXPECT_EQ(kpmap::all_gather_shape({2, 3}, i, 4, -2, true), (Shape{8, 3}));
   EXPECT_EQ(shape_error([&] { kpmap::all_gather_shape({3}, i, 4, 1, true); }),
             "all_gather over 'i' (size 4): input shape [3], axis 1: out of range for an input of "
-            "rank 1 (0 <= axis < 1) (tiled)");
+            "rank 1 (-1 <= axis < 1) (tiled)");
   EXPECT_EQ(shape_error([&] { kpmap::all_gather_shape({2, 3}, i, 4, 3, false); }),
             "all_gather over 'i' (size 4): input shape [2, 3], axis 3: out of range for an input "
-            "of rank 2 (0 <= axis <= 2) (untiled)");
-  EXPECT_NE(shape_error([&] { kpmap::all_gather_shape({2, 3}, i, 4, -1, false); }).find("axis -1"),
-            std::string::npos);
+            "of rank 2 (-3 <= axis <= 2) (untiled)");
+  EXPECT_EQ(shape_error([&] { kpmap::all_gather_shape({2, 3}, i, 4, -4, false); }),
+            "all_gather over 'i' (size 4): input shape [2, 3], axis -4: out of range for an input "
+            "of rank 2 (-3 <= axis <= 2) (untiled)");
+  EXPECT_EQ(shape_error([&] { kpmap::all_gather_shape({2, 3}, i, 4, -3, true); }),
+            "all_gather over 'i' (size 4): input shape [2, 3], axis -3: out of range for an input "
+            "of rank 2 (-2 <= axis < 2) (tiled)");
 }
 
 TEST(ShapeRules, PsumScatter) {
@@ -47,6 +57,10 @@ TEST(ShapeRules, PsumScatter) {
   EXPECT_EQ(shape_error([&] { kpmap::psum_scatter_shape({4, 3}, data, 4, 2, false); }),
             "psum_scatter over 'data' (size 4): input shape [4, 3], scatter_dimension 2: out of "
             "range for an input of rank 2 (0 <= scatter_dimension < 2) (untiled)");
+  // Unlike all_gather's axis, negative dimensions are refused (JAX does not canonicalise them).
+  EXPECT_NE(shape_error([&] { kpmap::psum_scatter_shape({3, 4}, data, 4, -1, false); })
+                .find("scatter_dimension -1: out of range"),
+            std::string::npos);
 }
 
 TEST(ShapeRules, AllToAll) {
@@ -73,6 +87,12 @@ TEST(ShapeRules, AllToAll) {
   EXPECT_NE(shape_error([&] { kpmap::all_to_all_shape({4, 3}, dm, 4, 0, 2, false); })
                 .find("concat_axis 2: out of range for an input of rank 2 (0 <= concat_axis < 2)"),
             std::string::npos);
+  EXPECT_NE(shape_error([&] { kpmap::all_to_all_shape({3, 4}, dm, 4, -1, 0, false); })
+                .find("split_axis -1: out of range"),
+            std::string::npos);
+  EXPECT_NE(shape_error([&] { kpmap::all_to_all_shape({4, 3}, dm, 4, 0, -1, false); })
+                .find("concat_axis -1: out of range"),
+            std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -95,23 +115,28 @@ void check_all_gather(const kpmap::Mesh& mesh, const kpmap::AxisNames& axes, con
                       const Shape& s, int axis, bool tiled) {
   auto x = make<RView<double, R>>(s);
   fill_rank(x, world_rank());
-  const auto expected = [&](const Index& o) {
-    const int src = static_cast<int>(tiled ? o[axis] / s[axis] : o[axis]);
-    Index i = o;
-    if (tiled) i[axis] = o[axis] % s[axis];
-    else i = erase(o, axis, R + 1);
-    return value<double>(g.members[src], linear(s, i));
-  };
   const std::string what = "all_gather over " + axes.str() + " of " + kpmap::to_string(s) + " axis " +
                            std::to_string(axis) + (tiled ? " tiled" : " untiled");
+  // The expected values index the output from the front: a = axis + output rank if negative.
+  const int a = axis >= 0 ? axis : axis + (tiled ? R : R + 1);
+  const auto expected = [&](const Index& o) {
+    const int src = static_cast<int>(tiled ? o[a] / s[a] : o[a]);
+    Index i = o;
+    if (tiled) i[a] = o[a] % s[a];
+    else i = erase(o, a, R + 1);
+    return value<double>(g.members[src], linear(s, i));
+  };
+  Shape want = s;
+  if (tiled) want[a] *= g.size();
+  else want.insert(want.begin() + a, g.size());
   if (tiled) {
     auto out = kpmap::all_gather(mesh, axes, x, axis, kpmap::tiled);
-    EXPECT_EQ(shape_of(out), kpmap::all_gather_shape(mesh, axes, s, axis, true)) << what;
+    EXPECT_EQ(shape_of(out), want) << what;
     expect_all(out, expected, what);
   } else {
     auto out = kpmap::all_gather(mesh, axes, x, axis, kpmap::untiled);
     static_assert(static_cast<int>(decltype(out)::rank) == R + 1);
-    EXPECT_EQ(shape_of(out), kpmap::all_gather_shape(mesh, axes, s, axis, false)) << what;
+    EXPECT_EQ(shape_of(out), want) << what;
     expect_all(out, expected, what);
   }
 }
@@ -191,6 +216,12 @@ TEST_F(OneAxis, AllGatherEveryAxisPosition) {  // 15 calls
   for (int axis = 0; axis <= 2; ++axis) check_all_gather<3>(mesh, "i", g, {2, 3, 2}, axis, true);
 }
 
+TEST_F(OneAxis, AllGatherNegativeAxis) {  // 3 calls: -1 untiled is the last output axis
+  check_all_gather<2>(mesh, "i", g, {2, 3}, -1, false);
+  check_all_gather<2>(mesh, "i", g, {2, 3}, -3, false);
+  check_all_gather<2>(mesh, "i", g, {2, 3}, -1, true);
+}
+
 TEST_F(OneAxis, PsumScatterEveryDimension) {  // 12 calls
   check_psum_scatter<1>(mesh, "i", g, {n}, 0, false);
   check_psum_scatter<1>(mesh, "i", g, {2 * n}, 0, true);
@@ -224,13 +255,31 @@ TEST_F(OneAxis, AllToAllEverySplitAndConcat) {  // 15 calls
   check_all_to_all<3>(mesh, "i", g, {2, 3, 2 * n}, 2, 1, true);
 }
 
+// In place (the same View in and out) where the output shape equals the input's: untiled with
+// split == concat, and tiled with split == concat. The input is copied before MPI overwrites it.
+TEST_F(OneAxis, AllToAllInPlace) {  // 3 calls
+  const auto in_place = [&](auto x, int split, int concat, bool tiled) {
+    const Shape s = shape_of(x);
+    fill_rank(x, world_rank());
+    kpmap::all_to_all(mesh, "i", x, x, split, concat, tiled);
+    expect_all(x, [&](const Index& o) { return all_to_all_expected(s, g, o, split, concat, tiled); },
+               "all_to_all in place of " + kpmap::to_string(s) + " split " + std::to_string(split) +
+                   " concat " + std::to_string(concat) + (tiled ? " tiled" : " untiled"));
+  };
+  in_place(make<RView<double, 2>>({n, 3}), 0, 0, false);
+  in_place(make<RView<double, 3>>({2, n, 3}), 1, 1, false);  // block swaps on both sides
+  in_place(make<RView<double, 2>>({3, 2 * n}), 1, 1, true);
+}
+
 // JAX's identities, checked between kpmap's own results.
 TEST_F(OneAxis, JaxIdentities) {
   auto x = make<RView<double, 2>>({2 * n, 3});
   fill_rank(x, world_rank());
-  auto sum = kpmap::psum(mesh, "i", x);
+  // Results are read on the host through mirrors (the Views may live in device memory).
+  const auto sum = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kpmap::psum(mesh, "i", x));
   // psum == sum over the all_gather axis.
-  auto gathered = kpmap::all_gather(mesh, "i", x, 0, kpmap::untiled);
+  const auto gathered = Kokkos::create_mirror_view_and_copy(
+      Kokkos::HostSpace(), kpmap::all_gather(mesh, "i", x, 0, kpmap::untiled));
   expect_all(sum,
              [&](const Index& i) {
                double s = 0;

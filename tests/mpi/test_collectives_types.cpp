@@ -133,6 +133,9 @@ TEST(Permute, ArgumentRules) {
   }
   EXPECT_NE(shape_error([&] { kpmap::pbroadcast(mesh, "i", x, -1); }).find("source -1: not an axis index"),
             std::string::npos);
+  EXPECT_EQ(shape_error([&] { kpmap::pbroadcast(mesh, "i", x, n); }),
+            "pbroadcast over 'i' (size " + std::to_string(n) + "): input shape [3], source " +
+                std::to_string(n) + ": not an axis index (0 <= source < " + std::to_string(n) + ")");
   auto wrong = make<RView<double, 1>>({4});
   EXPECT_NE(shape_error([&] { kpmap::ppermute(mesh, "i", x, wrong, {}); }).find("output View has shape [4]"),
             std::string::npos);

@@ -1,6 +1,7 @@
 // all_gather and psum_scatter over a mesh axis (or tuple), with JAX's shapes:
 //   all_gather(x, axis, tiled=False):   inserts a dimension of the axis size at `axis`;
-//                                       tiled=True concatenates along `axis` instead.
+//                                       tiled=True concatenates along `axis` instead. A
+//                                       negative axis counts from the end, as in JAX.
 //   psum_scatter(x, scatter_dimension): sums over the axis and keeps block `axis_index` of
 //                                       dimension d (untiled: shape[d] == axis size, d removed;
 //                                       tiled: shape[d] divided by the axis size).
@@ -48,7 +49,7 @@ void all_gather(const Mesh& mesh, const AxisNames& axes, const In& in, const Out
                      shape_of(out), expected);
   const std::int64_t m = static_cast<std::int64_t>(in.size());
   const int count = mpi_count("all_gather", m);
-  const std::int64_t outer = product(shape, 0, axis);
+  const std::int64_t outer = product(shape, 0, all_gather_axis(shape, axes, n, axis, tiled));
   Staged<In> send(in, Use::read, aliased(in, out));
   Staged<Out> recv(out, Use::write);
   if (outer <= 1) {

@@ -1,5 +1,8 @@
 #include "kpmap/collectives/mpi_types.hpp"
 
+#include <cmath>
+#include <type_traits>
+
 #include "kpmap/core/error.hpp"
 
 namespace kpmap {
@@ -24,7 +27,7 @@ MPI_Op predefined(ReduceOp op) {
   return MPI_OP_NULL;
 }
 
-// User ops for the 16-bit types. MPI calls them with `inout[i] = in[i] op inout[i]`.
+// User ops. MPI calls them with `inout[i] = in[i] op inout[i]`.
 template <class H>
 void sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
   const H* a = static_cast<const H*>(in);
@@ -32,35 +35,52 @@ void sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
   for (int i = 0; i < *len; ++i) b[i] = H(static_cast<float>(a[i]) + static_cast<float>(b[i]));
 }
 
-// NaN wins, whichever side it arrives on, so the result does not depend on the reduction tree.
-template <class H>
+// The value an element compares as: 16-bit types in float (exact), native floats as they are.
+template <class E>
+auto compared(const E& x) {
+  if constexpr (std::is_floating_point_v<E>) {
+    return x;
+  } else {
+    return static_cast<float>(x);
+  }
+}
+
+// max and min for the floating types, as XLA's: NaN wins whichever side it arrives on, and -0
+// orders below +0 (IEEE 754-2019 maximum/minimum), so the result does not depend on the
+// reduction tree. The winning element is kept bit for bit.
+template <class E>
 void max_op(void* in, void* inout, int* len, MPI_Datatype*) {
-  const H* a = static_cast<const H*>(in);
-  H* b = static_cast<H*>(inout);
+  const E* a = static_cast<const E*>(in);
+  E* b = static_cast<E*>(inout);
   for (int i = 0; i < *len; ++i) {
-    if (a[i] > b[i] || a[i] != a[i]) b[i] = a[i];
+    const auto x = compared(a[i]), y = compared(b[i]);
+    if (x != x || x > y || (x == y && std::signbit(y) && !std::signbit(x))) b[i] = a[i];
   }
 }
 
-template <class H>
+template <class E>
 void min_op(void* in, void* inout, int* len, MPI_Datatype*) {
-  const H* a = static_cast<const H*>(in);
-  H* b = static_cast<H*>(inout);
+  const E* a = static_cast<const E*>(in);
+  E* b = static_cast<E*>(inout);
   for (int i = 0; i < *len; ++i) {
-    if (a[i] < b[i] || a[i] != a[i]) b[i] = a[i];
+    const auto x = compared(a[i]), y = compared(b[i]);
+    if (x != x || x < y || (x == y && std::signbit(x) && !std::signbit(y))) b[i] = a[i];
   }
 }
 
-struct HalfHandles {
+// A type's user-defined handles. For float and double only ops[max] and ops[min] are created:
+// they keep the predefined MPI datatype and MPI_SUM.
+struct Handles {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   MPI_Op ops[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};  // indexed by ReduceOp
 };
 
-// Handles of both 16-bit types. Created together on first use; freed by the delete callback of
-// an attribute on MPI_COMM_SELF, which MPI_Finalize runs first of all, while MPI still works
-// (MPI-3.1 §8.7.1): nothing leaks and nothing is freed after MPI is gone.
+// Handles of the 16-bit types and the NaN-propagating max/min of float and double. Created
+// together on first use; freed by the delete callback of an attribute on MPI_COMM_SELF, which
+// MPI_Finalize runs first of all, while MPI still works (MPI-3.1 §8.7.1): nothing leaks and
+// nothing is freed after MPI is gone.
 struct HalfRegistry {
-  HalfHandles bf16, fp16;
+  Handles bf16, fp16, fp32, fp64;
   bool freed = false;
 };
 
@@ -69,7 +89,7 @@ HalfRegistry& registry_storage() {
   return registry;
 }
 
-int free_handles(HalfHandles& h) {
+int free_handles(Handles& h) {
   int rc = MPI_SUCCESS;
   for (MPI_Op& op : h.ops) {
     if (op != MPI_OP_NULL) {
@@ -87,32 +107,43 @@ int free_handles(HalfHandles& h) {
 int free_at_finalize(MPI_Comm, int keyval, void*, void*) {
   HalfRegistry& r = registry_storage();
   r.freed = true;
-  const int rc_bf16 = free_handles(r.bf16);
-  const int rc_fp16 = free_handles(r.fp16);
+  int rc = MPI_SUCCESS;
+  for (Handles* h : {&r.bf16, &r.fp16, &r.fp32, &r.fp64}) {
+    const int rh = free_handles(*h);
+    if (rc == MPI_SUCCESS) rc = rh;
+  }
   const int rc_keyval = MPI_Comm_free_keyval(&keyval);
-  return rc_bf16 != MPI_SUCCESS ? rc_bf16 : rc_fp16 != MPI_SUCCESS ? rc_fp16 : rc_keyval;
+  return rc != MPI_SUCCESS ? rc : rc_keyval;
+}
+
+template <class E>
+void create_extrema(Handles& h) {
+  const int commutative = 1;
+  check_mpi(MPI_Op_create(&max_op<E>, commutative, &h.ops[static_cast<int>(ReduceOp::max)]),
+            "MPI_Op_create");
+  check_mpi(MPI_Op_create(&min_op<E>, commutative, &h.ops[static_cast<int>(ReduceOp::min)]),
+            "MPI_Op_create");
 }
 
 template <class H>
-HalfHandles create_handles(const char* name) {
-  HalfHandles h;
+Handles create_half_handles(const char* name) {
+  Handles h;
   check_mpi(MPI_Type_contiguous(1, MPI_UINT16_T, &h.type), "MPI_Type_contiguous");
   check_mpi(MPI_Type_commit(&h.type), "MPI_Type_commit");
   check_mpi(MPI_Type_set_name(h.type, name), "MPI_Type_set_name");
   const int commutative = 1;
   check_mpi(MPI_Op_create(&sum_op<H>, commutative, &h.ops[static_cast<int>(ReduceOp::sum)]),
             "MPI_Op_create");
-  check_mpi(MPI_Op_create(&max_op<H>, commutative, &h.ops[static_cast<int>(ReduceOp::max)]),
-            "MPI_Op_create");
-  check_mpi(MPI_Op_create(&min_op<H>, commutative, &h.ops[static_cast<int>(ReduceOp::min)]),
-            "MPI_Op_create");
+  create_extrema<H>(h);
   return h;
 }
 
 HalfRegistry& create_registry() {
   HalfRegistry& r = registry_storage();
-  r.bf16 = create_handles<bf16>("kpmap_bf16");
-  r.fp16 = create_handles<fp16>("kpmap_fp16");
+  r.bf16 = create_half_handles<bf16>("kpmap_bf16");
+  r.fp16 = create_half_handles<fp16>("kpmap_fp16");
+  create_extrema<float>(r.fp32);
+  create_extrema<double>(r.fp64);
   int keyval = MPI_KEYVAL_INVALID;
   check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &free_at_finalize, &keyval, nullptr),
             "MPI_Comm_create_keyval");
@@ -120,7 +151,7 @@ HalfRegistry& create_registry() {
   return r;
 }
 
-// Both types' handles, created on the first call (thread-safe: a function-local static).
+// All handles, created on the first call (thread-safe: a function-local static).
 const HalfRegistry& registry(const char* what) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -133,10 +164,11 @@ const HalfRegistry& registry(const char* what) {
   return created;
 }
 
-MPI_Op half_op(const HalfHandles& h, ReduceOp op) {
+MPI_Op user_op(const Handles& h, ReduceOp op) {
   const int i = static_cast<int>(op);
   return i >= 0 && i < 3 ? h.ops[i] : MPI_OP_NULL;
 }
+
 
 }  // namespace
 
@@ -145,8 +177,14 @@ template <> MPI_Datatype mpi_datatype<float>() { return MPI_FLOAT; }
 template <> MPI_Datatype mpi_datatype<std::int32_t>() { return MPI_INT32_T; }
 template <> MPI_Datatype mpi_datatype<std::int64_t>() { return MPI_INT64_T; }
 
-template <> MPI_Op mpi_op<double>(ReduceOp op) { return predefined(op); }
-template <> MPI_Op mpi_op<float>(ReduceOp op) { return predefined(op); }
+// MPI_SUM for float and double; max and min are kpmap's, because MPI_MAX/MPI_MIN leave NaN
+// to the implementation.
+template <> MPI_Op mpi_op<double>(ReduceOp op) {
+  return op == ReduceOp::sum ? MPI_SUM : user_op(registry("kpmap::mpi_op<double>").fp64, op);
+}
+template <> MPI_Op mpi_op<float>(ReduceOp op) {
+  return op == ReduceOp::sum ? MPI_SUM : user_op(registry("kpmap::mpi_op<float>").fp32, op);
+}
 template <> MPI_Op mpi_op<std::int32_t>(ReduceOp op) { return predefined(op); }
 template <> MPI_Op mpi_op<std::int64_t>(ReduceOp op) { return predefined(op); }
 
@@ -158,10 +196,10 @@ template <> MPI_Datatype mpi_datatype<fp16>() {
 }
 
 template <> MPI_Op mpi_op<bf16>(ReduceOp op) {
-  return half_op(registry("kpmap::mpi_op<bf16>").bf16, op);
+  return user_op(registry("kpmap::mpi_op<bf16>").bf16, op);
 }
 template <> MPI_Op mpi_op<fp16>(ReduceOp op) {
-  return half_op(registry("kpmap::mpi_op<fp16>").fp16, op);
+  return user_op(registry("kpmap::mpi_op<fp16>").fp16, op);
 }
 
 }  // namespace kpmap

@@ -21,12 +21,15 @@ std::string to_string(ReduceOp op);
 template <class T>
 MPI_Datatype mpi_datatype();
 
-// The MPI reduction op for T: the predefined one for native types; for bf16 and fp16 a
-// commutative user-defined op, valid only with mpi_datatype<T>(), created on first use and
-// freed at MPI_Finalize. sum adds each pair in float and rounds back to 16 bits (so a reduction
-// over p ranks rounds up to p-1 times; see docs/precision.md); max and min compare in float,
-// keep the winning element's bits unchanged and propagate NaN.
-// Calling either for bf16/fp16 before MPI_Init or after MPI_Finalize throws RuntimeError.
+// The MPI reduction op for T. Integers: the predefined MPI_SUM, MPI_MAX, MPI_MIN. float and
+// double: MPI_SUM, and for max and min commutative user-defined ops (MPI_MAX/MPI_MIN leave NaN
+// to the implementation). bf16 and fp16: user-defined ops for all three, valid only with
+// mpi_datatype<T>(); sum adds each pair in float and rounds back to 16 bits (so a reduction over
+// p ranks rounds up to p-1 times; see docs/precision.md).
+// Every floating max and min behaves as XLA's: NaN propagates (whichever rank holds it), -0
+// orders below +0, and the winning element's bits are kept unchanged (16-bit types compare in
+// float). User ops are created on first use and freed at MPI_Finalize; asking for one before
+// MPI_Init or after MPI_Finalize throws RuntimeError.
 template <class T>
 MPI_Op mpi_op(ReduceOp op);
 

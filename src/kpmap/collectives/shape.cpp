@@ -79,13 +79,14 @@ namespace {
 
 std::string tiling(bool tiled) { return tiled ? " (tiled)" : " (untiled)"; }
 
-// Throws unless 0 <= value < rank (or <= rank where the output gains a dimension).
+// Throws unless lowest <= value < rank (or <= rank where the output gains a dimension).
 void check_range(const std::string& prefix, const char* name, int value, int rank,
-                 bool inclusive, bool tiled) {
-  if (value >= 0 && (inclusive ? value <= rank : value < rank)) return;
+                 bool inclusive, bool tiled, int lowest = 0) {
+  if (value >= lowest && (inclusive ? value <= rank : value < rank)) return;
   throw ShapeError(prefix + ", " + name + " " + std::to_string(value) +
-                   ": out of range for an input of rank " + std::to_string(rank) + " (0 <= " +
-                   name + (inclusive ? " <= " : " < ") + std::to_string(rank) + ")" + tiling(tiled));
+                   ": out of range for an input of rank " + std::to_string(rank) + " (" +
+                   std::to_string(lowest) + " <= " + name + (inclusive ? " <= " : " < ") +
+                   std::to_string(rank) + ")" + tiling(tiled));
 }
 
 // The size rule shared by psum_scatter's scatter_dimension and all_to_all's split_axis.
@@ -104,10 +105,20 @@ void check_split(const std::string& prefix, const char* name, const Shape& in, i
 
 }  // namespace
 
-Shape all_gather_shape(const Shape& in, const AxisNames& axes, int n, int axis, bool tiled) {
-  const std::string prefix = detail::where("all_gather", axes, n, in);
+namespace detail {
+
+// JAX binds all_gather_dimension = canonicalize_axis(axis, ndim if tiled else ndim + 1).
+int all_gather_axis(const Shape& in, const AxisNames& axes, int n, int axis, bool tiled) {
   const int rank = static_cast<int>(in.size());
-  check_range(prefix, "axis", axis, rank, !tiled, tiled);
+  const int out_rank = tiled ? rank : rank + 1;
+  check_range(where("all_gather", axes, n, in), "axis", axis, rank, !tiled, tiled, -out_rank);
+  return axis < 0 ? axis + out_rank : axis;
+}
+
+}  // namespace detail
+
+Shape all_gather_shape(const Shape& in, const AxisNames& axes, int n, int axis, bool tiled) {
+  axis = detail::all_gather_axis(in, axes, n, axis, tiled);
   Shape out = in;
   if (tiled) {
     out[axis] *= n;

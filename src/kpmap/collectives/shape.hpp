@@ -27,7 +27,11 @@ inline constexpr untiled_t untiled{};
 // Output extents for an axis (or tuple) of size n. Each throws ShapeError naming the collective,
 // the axis, the input shape and the rule, e.g. "psum_scatter over 'data' (size 4): input shape
 // [6, 3], scatter_dimension 0: 6 is not divisible by 4 (tiled)".
-//   all_gather:   untiled inserts n at `axis` (0 <= axis <= rank); tiled multiplies shape[axis].
+//   all_gather:   untiled inserts n at `axis` (-(rank+1) <= axis <= rank); tiled multiplies
+//                 shape[axis] (-rank <= axis < rank). A negative axis counts from the end of the
+//                 output, as JAX's canonicalize_axis.
+//   psum_scatter and all_to_all take non-negative dimensions only (JAX does not canonicalise
+//   them either).
 //   psum_scatter: untiled needs shape[d] == n and removes d; tiled needs n | shape[d], divides it.
 //   all_to_all:   untiled needs shape[split] == n, removes split and inserts n at concat (a
 //                 position in the output); tiled needs n | shape[split], divides shape[split]
@@ -58,6 +62,9 @@ void check_output_shape(const char* collective, const AxisNames& axes, int n, co
 // ppermute's rules: indices in [0, n), no source and no destination twice. Throws ShapeError.
 void check_permutation(const AxisNames& axes, int n, const Shape& in,
                        const std::vector<std::pair<int, int>>& perm);
+
+// all_gather's axis, checked (ShapeError) and made non-negative: axis + output rank if < 0.
+int all_gather_axis(const Shape& in, const AxisNames& axes, int n, int axis, bool tiled);
 
 // pbroadcast's source must be an axis index. Throws ShapeError.
 void check_source(const AxisNames& axes, int n, const Shape& in, int source);
