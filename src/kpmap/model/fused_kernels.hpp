@@ -1,0 +1,228 @@
+// The `fused` gradient path: one pass over the rows of X. Each row is read from memory once; its
+// residual is formed and the row, still in L1, is added to a thread-private gradient of F
+// elements (a parallel_reduce with a runtime-sized array reducer, which Kokkos maps to
+// per-thread buffers on CPUs and to shared memory on GPUs).
+//
+// Why the loops look the way they do: without -ffast-math a compiler may not reorder a sum, so
+// a plain dot product runs one dependent add per element. row_dot keeps `lanes` independent
+// partial sums, which the compiler turns into SIMD registers, and the gradient update is a
+// restrict-qualified axpy; a work item takes 4 consecutive rows so w and the thread-private
+// gradient are loaded once per 4 rows. Rows of LayoutRight views take this pointer path; any other
+// layout falls back to View indexing, one row at a time (correct, not tuned). Measured bandwidth:
+// docs/performance.md.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <type_traits>
+
+#include "kpmap/core/types.hpp"
+
+namespace kpmap::model_detail {
+
+template <class Acc>
+inline constexpr int simd_lanes = 64 / static_cast<int>(sizeof(Acc)) > 16 ? 16 : 64 / static_cast<int>(sizeof(Acc));
+
+// sum_j Acc(x[j]) * Acc(w[j]) over contiguous x and w, with `lanes` independent accumulators.
+template <class Acc, class T, class W>
+KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_RESTRICT w, long long n) {
+  constexpr int lanes = simd_lanes<Acc>;
+  Acc part[lanes] = {};
+  long long j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    for (int k = 0; k < lanes; ++k) part[k] += static_cast<Acc>(x[j + k]) * static_cast<Acc>(w[j + k]);
+  }
+  for (int k = 0; j + k < n; ++k) part[k] += static_cast<Acc>(x[j + k]) * static_cast<Acc>(w[j + k]);
+  for (int width = lanes / 2; width > 0; width /= 2) {
+    for (int k = 0; k < width; ++k) part[k] += part[k + width];
+  }
+  return part[0];
+}
+
+// g[j] += a * x[j].
+template <class Acc, class T>
+KOKKOS_INLINE_FUNCTION void row_axpy(Acc* KOKKOS_RESTRICT g, Acc a, const T* KOKKOS_RESTRICT x, long long n) {
+  for (long long j = 0; j < n; ++j) g[j] += a * static_cast<Acc>(x[j]);
+}
+
+// The same for `rows` consecutive rows x + q * stride at once (q < rows): w is loaded once
+// for all of them, which halves the loads per element of X on CPUs without FMA/AVX.
+template <int rows, class Acc, class T, class W>
+KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
+                                      long long n, Acc* out) {
+  constexpr int lanes = 32 / static_cast<int>(sizeof(Acc));
+  Acc part[rows][lanes] = {};
+  long long j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    for (int q = 0; q < rows; ++q) {
+      for (int k = 0; k < lanes; ++k) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
+    }
+  }
+  for (int k = 0; j + k < n; ++k) {
+    for (int q = 0; q < rows; ++q) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
+  }
+  for (int q = 0; q < rows; ++q) {
+    for (int width = lanes / 2; width > 0; width /= 2) {
+      for (int k = 0; k < width; ++k) part[q][k] += part[q][k + width];
+    }
+    out[q] = part[q][0];
+  }
+}
+
+// g[j] += sum_q a[q] * x[q * stride + j]: one load and store of g per `rows` rows.
+template <int rows, class Acc, class T>
+KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, const T* KOKKOS_RESTRICT x,
+                                       long long stride, long long n) {
+  Acc c[rows];
+  for (int q = 0; q < rows; ++q) c[q] = a[q];
+  for (long long j = 0; j < n; ++j) {
+    Acc s = g[j];
+    for (int q = 0; q < rows; ++q) s += c[q] * static_cast<Acc>(x[q * stride + j]);
+    g[j] = s;
+  }
+}
+
+template <class XView>
+inline constexpr bool rows_contiguous_v = std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>;
+
+template <class Acc, class XView, class WView>
+KOKKOS_INLINE_FUNCTION Acc dot_row(const XView& X, long long i, const WView& w) {
+  const long long F = static_cast<long long>(X.extent(1));
+  if constexpr (rows_contiguous_v<XView>) {
+    return row_dot<Acc>(X.data() + i * static_cast<long long>(X.stride(0)), w.data(), F);
+  } else {
+    Acc s = 0;
+    for (long long j = 0; j < F; ++j) s += static_cast<Acc>(X(i, j)) * static_cast<Acc>(w(j));
+    return s;
+  }
+}
+
+template <class Acc, class XView>
+KOKKOS_INLINE_FUNCTION void axpy_row(Acc* g, Acc a, const XView& X, long long i) {
+  const long long F = static_cast<long long>(X.extent(1));
+  if constexpr (rows_contiguous_v<XView>) {
+    row_axpy(g, a, X.data() + i * static_cast<long long>(X.stride(0)), F);
+  } else {
+    for (long long j = 0; j < F; ++j) g[j] += a * static_cast<Acc>(X(i, j));
+  }
+}
+
+// Reduction slots: [0, F) sum of r_i x_ij, F sum of r_i, F + 1 sum of r_i^2.
+// Residual r_i = x_i . w + b - y_i (Fused tag) or z_i - y_i (FromZ tag, z already holds
+// the psum over `model` of the partial products plus b).
+struct Fused {};
+struct FromZ {};
+
+template <class Tag, class Acc, class XView, class YView, class WView, class BView, class ZView>
+struct GradientReduce {
+  using value_type = Acc[];
+  using size_type = std::size_t;
+
+  size_type value_count;
+  XView X;
+  YView y;
+  WView w;  // Fused only
+  BView b;  // Fused only; extent 0 when the model has no bias
+  ZView z;  // FromZ only
+
+  // Rows per work item: the blocked kernels need rows contiguous in memory.
+  static constexpr int block = 4;
+
+  KOKKOS_INLINE_FUNCTION void operator()(long long item, value_type acc) const {
+    const long long n = static_cast<long long>(X.extent(0));
+    const long long i0 = item * block;
+    if constexpr (rows_contiguous_v<XView>) {
+      if (i0 + block <= n) return rows_block(i0, acc);
+    }
+    for (long long i = i0; i < i0 + block && i < n; ++i) one_row(i, acc);
+  }
+
+  KOKKOS_INLINE_FUNCTION Acc residual_offset(long long i) const {  // b - y_i, or z_i - y_i
+    if constexpr (std::is_same_v<Tag, Fused>) {
+      return (b.extent(0) > 0 ? static_cast<Acc>(b(0)) : Acc(0)) - static_cast<Acc>(y(i));
+    } else {
+      return static_cast<Acc>(z(i)) - static_cast<Acc>(y(i));
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void one_row(long long i, value_type acc) const {
+    const long long F = static_cast<long long>(X.extent(1));
+    Acc r = residual_offset(i);
+    if constexpr (std::is_same_v<Tag, Fused>) r += dot_row<Acc>(X, i, w);
+    axpy_row(acc, r, X, i);
+    acc[F] += r;
+    acc[F + 1] += r * r;
+  }
+
+  KOKKOS_INLINE_FUNCTION void rows_block(long long i0, value_type acc) const {
+    const long long F = static_cast<long long>(X.extent(1));
+    const long long stride = static_cast<long long>(X.stride(0));
+    const auto* x = X.data() + i0 * stride;
+    Acc r[block] = {};
+    if constexpr (std::is_same_v<Tag, Fused>) block_dot<block>(x, stride, w.data(), F, r);
+    for (int q = 0; q < block; ++q) r[q] += residual_offset(i0 + q);
+    block_axpy<block>(acc, r, x, stride, F);
+    for (int q = 0; q < block; ++q) {
+      acc[F] += r[q];
+      acc[F + 1] += r[q] * r[q];
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void init(value_type acc) const {
+    for (size_type k = 0; k < value_count; ++k) acc[k] = 0;
+  }
+  KOKKOS_INLINE_FUNCTION void join(value_type dst, const value_type src) const {
+    for (size_type k = 0; k < value_count; ++k) dst[k] += src[k];
+  }
+#if KOKKOS_VERSION < 40000
+  KOKKOS_INLINE_FUNCTION void join(volatile Acc* dst, const volatile Acc* src) const {
+    for (size_type k = 0; k < value_count; ++k) dst[k] += src[k];
+  }
+#endif
+};
+
+// grad_w += 2 * sums[0, F), grad_b += 2 * sums[F] (when grad_b has a slot); returns sums[F+1].
+template <class Acc, class GWView, class GBView>
+double add_gradient(const execution_space& exec, const View1<Acc>& sums, const GWView& grad_w,
+                    const GBView& grad_b) {
+  const long long F = static_cast<long long>(grad_w.extent(0));
+  const bool has_b = grad_b.extent(0) > 0;
+  Kokkos::parallel_for(
+      "kpmap::model::add_gradient", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, F + 1),
+      KOKKOS_LAMBDA(long long j) {
+        if (j < F) grad_w(j) += Acc(2) * sums(j);
+        else if (has_b) grad_b(0) += Acc(2) * sums(F);
+      });
+  Acc loss = 0;
+  Kokkos::deep_copy(exec, loss, Kokkos::subview(sums, F + 1));
+  exec.fence();
+  return static_cast<double>(loss);
+}
+
+// sums (extent F + 2) <- the reduction over all rows of X.
+template <class Tag, class Acc, class XView, class YView, class WView, class BView, class ZView>
+void reduce_rows(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
+                 const ZView& z, const View1<Acc>& sums) {
+  using functor = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView>;
+  functor f{static_cast<std::size_t>(X.extent(1) + 2), X, y, w, b, z};
+  const auto items = (static_cast<long long>(X.extent(0)) + functor::block - 1) / functor::block;
+  Kokkos::parallel_reduce("kpmap::model::fused_gradient",
+                          Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, items), f, sums);
+}
+
+// z_i = x_i . w (+ b when b has a slot), one thread per row.
+template <class Acc, class XView, class WView, class BView, class ZView>
+void rows_times_w(const execution_space& exec, const XView& X, const WView& w, const BView& b, const ZView& z) {
+  const bool has_b = b.extent(0) > 0;
+  Kokkos::parallel_for(
+      "kpmap::model::forward_partial",
+      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(X.extent(0))),
+      KOKKOS_LAMBDA(long long i) {
+        Acc s = dot_row<Acc>(X, i, w);
+        if (has_b) s += static_cast<Acc>(b(0));
+        z(i) = s;
+      });
+}
+
+}  // namespace kpmap::model_detail

@@ -1,0 +1,194 @@
+// Bytes of X read per second by each gradient path (fused, kokkos_kernels) next to a STREAM-like
+// read of the same X, fp32 and fp64, on a problem several times the last-level cache.
+//
+//   OMP_NUM_THREADS=2 OMP_PROC_BIND=spread OMP_PLACES=threads build/default/tests/perf/bench_gradient
+//   [--x_mib=1024] [--features=256] [benchmark flags]
+//
+// Counters: GBps = 1e9 bytes of X per second (X only: y, w and the gradient are ~1/F of it);
+// of_stream = GBps / the stream_read GBps measured on the same View in the same run.
+#include <benchmark/benchmark.h>
+
+#include <Kokkos_Core.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "kpmap/data/shard.hpp"
+#include "kpmap/model/linear_model.hpp"
+
+namespace {
+
+long long x_mib = 1024;    // size of X per benchmark; lscpu: 300 MiB L3 on the reference machine
+long long features = 256;  // columns of X
+
+// One X at a time is alive (1 GiB each), built on first use for a (type, layout); building one
+// frees the previous one.
+std::function<void()> free_previous;
+
+template <class T, class Layout>
+const kpmap::Shard<T, Layout>& shard() {
+  static std::unique_ptr<kpmap::Shard<T, Layout>> cached;
+  if (!cached) {
+    if (free_previous) free_previous();
+    free_previous = [] { cached.reset(); };
+    const long long rows = x_mib * 1024 * 1024 / (features * static_cast<long long>(sizeof(T)));
+    const kpmap::SyntheticProblem p{rows, features, true, 0.1, 2024};
+    cached = std::make_unique<kpmap::Shard<T, Layout>>(
+        kpmap::make_shard<T, Layout>(kpmap::execution_space(), p, kpmap::make_batch_plan(rows, rows, 0, 1), {0, features}));
+  }
+  return *cached;
+}
+
+std::map<std::string, double> stream_gbps;  // by "type/layout"
+
+// A read-only reduction over every element: each work item sums a chunk into `lanes` register
+// accumulators (independent adds the compiler vectorises), so the loop is limited by memory, not
+// by the latency of one dependent add. An array reducer carries the lanes across threads.
+template <class T>
+struct StreamSum {
+  static constexpr int lanes = 64 / sizeof(T);
+  static constexpr long long chunk = 4096;  // elements per work item, a multiple of lanes
+  using value_type = T[];
+  using size_type = std::size_t;
+  size_type value_count = lanes;
+  Kokkos::View<const T*, kpmap::device_type, Kokkos::MemoryTraits<Kokkos::Unmanaged>> x;
+
+  KOKKOS_INLINE_FUNCTION void operator()(long long c, value_type sum) const {
+    const long long n = static_cast<long long>(x.extent(0));
+    const long long end = (c + 1) * chunk < n ? (c + 1) * chunk : n;
+    const T* KOKKOS_RESTRICT p = x.data();
+    T part[lanes] = {};
+    long long i = c * chunk;
+    for (; i + lanes <= end; i += lanes) {
+      for (int k = 0; k < lanes; ++k) part[k] += p[i + k];
+    }
+    for (int k = 0; i + k < end; ++k) part[k] += p[i + k];
+    for (int k = 0; k < lanes; ++k) sum[k] += part[k];
+  }
+  KOKKOS_INLINE_FUNCTION void init(value_type sum) const {
+    for (int k = 0; k < lanes; ++k) sum[k] = 0;
+  }
+  KOKKOS_INLINE_FUNCTION void join(value_type dst, const value_type src) const {
+    for (int k = 0; k < lanes; ++k) dst[k] += src[k];
+  }
+#if KOKKOS_VERSION < 40000
+  KOKKOS_INLINE_FUNCTION void join(volatile T* dst, const volatile T* src) const {
+    for (int k = 0; k < lanes; ++k) dst[k] += src[k];
+  }
+#endif
+};
+
+template <class T>
+std::string type_name() {
+  return sizeof(T) == 8 ? "fp64" : "fp32";
+}
+template <class Layout>
+std::string layout_name() {
+  return std::is_same_v<Layout, Kokkos::LayoutRight> ? "LayoutRight" : "LayoutLeft";
+}
+
+// Rates come from wall-clock time measured here: Google Benchmark's rate counters divide by the
+// main thread's CPU time, which is not the time of a multi-threaded kernel.
+double set_counters(benchmark::State& state, double bytes, double seconds, const std::string& stream_key = "") {
+  const double gbps = bytes * static_cast<double>(state.iterations()) / seconds / 1e9;
+  state.counters["GBps"] = gbps;
+  const auto it = stream_gbps.find(stream_key);
+  if (it != stream_gbps.end()) state.counters["of_stream"] = gbps / it->second;
+  return gbps;
+}
+
+template <class T, class Layout>
+void stream_read(benchmark::State& state) {
+  const auto& s = shard<T, Layout>();
+  StreamSum<T> f;
+  f.x = decltype(f.x)(s.X.data(), s.X.span());
+  const long long n = static_cast<long long>(s.X.span());
+  const long long chunks = (n + StreamSum<T>::chunk - 1) / StreamSum<T>::chunk;
+  T sums[StreamSum<T>::lanes];
+  const Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> result(sums, StreamSum<T>::lanes);
+  double seconds = 0;
+  for (auto _ : state) {
+    Kokkos::Timer timer;
+    Kokkos::parallel_reduce("kpmap::bench::stream_read",
+                            Kokkos::RangePolicy<kpmap::execution_space, Kokkos::IndexType<long long>>(0, chunks), f,
+                            result);
+    seconds += timer.seconds();
+    benchmark::DoNotOptimize(sums);
+  }
+  const std::string key = type_name<T>() + "/" + layout_name<Layout>();
+  stream_gbps[key] = set_counters(state, static_cast<double>(n) * sizeof(T), seconds);
+}
+
+template <class T, class Layout, kpmap::GradientKernel K>
+void gradient(benchmark::State& state) {
+  const auto& s = shard<T, Layout>();
+  kpmap::execution_space exec;
+  kpmap::LinearModel<T> model(K);
+  kpmap::View1<T> params("params", features + 1), grads("grads", features + 1);
+  Kokkos::deep_copy(params, T(0.01));
+  const auto [w, b] = kpmap::split_params(params, features);
+  const auto [gw, gb] = kpmap::split_params(grads, features);
+  double loss = 0, seconds = 0;
+  for (auto _ : state) {
+    Kokkos::Timer timer;
+    loss = model.fused(exec, s.X, s.y, w, b, gw, gb);  // returns after its kernels completed
+    seconds += timer.seconds();
+    benchmark::DoNotOptimize(loss);
+  }
+  state.SetLabel(std::to_string(s.X.extent(0)) + " x " + std::to_string(features));
+  set_counters(state, static_cast<double>(s.X.span() * sizeof(T)), seconds,
+               type_name<T>() + "/" + layout_name<Layout>());
+}
+
+template <class T, class Layout>
+void register_layout(bool with_fused, bool with_blas) {
+  using kpmap::GradientKernel;
+  const std::string suffix = "/" + type_name<T>() + "/" + layout_name<Layout>();
+  // Registration order is run order: stream first, so of_stream can refer to it.
+  benchmark::RegisterBenchmark(("stream_read" + suffix).c_str(), stream_read<T, Layout>)->UseRealTime();
+  if (with_fused) {
+    benchmark::RegisterBenchmark(("fused" + suffix).c_str(), gradient<T, Layout, GradientKernel::fused>)->UseRealTime();
+  }
+  if (with_blas) {
+    benchmark::RegisterBenchmark(("kokkos_kernels" + suffix).c_str(),
+                                 gradient<T, Layout, GradientKernel::kokkos_kernels>)
+        ->UseRealTime();
+  }
+}
+
+// Consumes --x_mib=N and --features=N, leaves the rest to Google Benchmark.
+void parse_own_flags(int& argc, char** argv) {
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--x_mib=", 8) == 0) {
+      x_mib = std::atoll(argv[i] + 8);
+    } else if (std::strncmp(argv[i], "--features=", 11) == 0) {
+      features = std::atoll(argv[i] + 11);
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argc = out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  parse_own_flags(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_layout<double, Kokkos::LayoutRight>(true, true);
+  register_layout<double, Kokkos::LayoutLeft>(false, true);
+  register_layout<float, Kokkos::LayoutRight>(true, true);
+  register_layout<float, Kokkos::LayoutLeft>(false, true);
+  benchmark::AddCustomContext("kokkos_threads", std::to_string(kpmap::execution_space().concurrency()));
+  benchmark::AddCustomContext("x_mib", std::to_string(x_mib));
+  benchmark::RunSpecifiedBenchmarks();
+  if (free_previous) free_previous();  // before Kokkos finalizes
+  benchmark::Shutdown();
+  return 0;
+}
