@@ -2,6 +2,7 @@
 
 #include "kpmap/app/collectives_mode.hpp"
 #include "kpmap/app/bench_mode.hpp"
+#include "kpmap/app/train_mode.hpp"
 #include <iostream>
 #include <optional>
 
@@ -26,6 +27,7 @@ int run_info(const Config& config, const Mesh& mesh) {
 int run_mode(const Config& config, const Mesh& mesh) {
   switch (config.mode) {
     case Mode::info: return run_info(config, mesh);
+    case Mode::train: return run_train(config, mesh);
     case Mode::bench: return run_bench(config, mesh);
     case Mode::collectives: return run_collectives(config, mesh);
     default:

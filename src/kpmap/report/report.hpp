@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "kpmap/report/timers.hpp"
+#include "kpmap/train/timers.hpp"
 
 namespace kpmap {
 

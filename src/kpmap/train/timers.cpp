@@ -1,4 +1,4 @@
-#include "kpmap/report/timers.hpp"
+#include "kpmap/train/timers.hpp"
 
 #include "kpmap/core/error.hpp"
 

@@ -1,0 +1,53 @@
+// The trainer: the reference tutorial's train_step on a (data, model) mesh. Each data rank
+// computes the gradient of the mean squared error on its slice of the global batch, the sums are
+// psum'ed over `data` and divided by the global sample count (a weighted pmean), and every rank
+// applies the same update; features are split over `model`, with the partial products psum'ed.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "kpmap/core/types.hpp"
+#include "kpmap/data/synthetic.hpp"
+#include "kpmap/mesh/mesh.hpp"
+#include "kpmap/model/linear_model.hpp"
+#include "kpmap/optim/optimizer.hpp"
+#include "kpmap/train/timers.hpp"
+
+namespace kpmap {
+
+struct HistoryEntry {
+  long long step;  // 1-based
+  double loss;     // mean squared error of the step's global batch, before its update
+};
+
+struct TrainResult {
+  std::vector<HistoryEntry> history;  // every step
+  double final_loss = 0;              // history.back().loss
+  double weights_rel_error = 0;       // |[w, b] - [w*, b*]| / |[w*, b*]| over all features
+  std::vector<double> weights;        // the learned w, all features (identical on every rank)
+  double bias = 0;                    // the learned b (0 without bias)
+  Timers timers;                      // this rank's
+  std::size_t comm_bytes_per_step = 0;  // payload bytes this rank handed to collectives per step
+  std::size_t param_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, data_bytes = 0;
+};
+
+// What the trainer needs to know (the app layer fills it from the deck's Config).
+struct TrainSpec {
+  SyntheticProblem problem;
+  long long steps = 1;
+  long long batch = 1;         // global rows per step
+  long long accumulation = 1;  // micro-batches per step
+  GradientKernel kernel = GradientKernel::fused;
+  OptimizerSpec optimizer;
+  Dtype compute = Dtype::fp32;  // storage and compute type of X, y, parameters and gradients
+};
+
+// Called on every rank after every step, with the 1-based step and its loss.
+using StepCallback = std::function<void(long long step, double loss)>;
+
+// Collective over the mesh, whose axes are named from {data, model} (a missing axis has size 1).
+TrainResult train(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step = {});
+
+}  // namespace kpmap
