@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh default
 echo "[kpmap] mpiexec -n 2 build/default/kpmap inputs/quickstart.yaml" >&2
-OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} mpiexec -n 2 build/default/kpmap inputs/quickstart.yaml "$@"
+OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OMP_PROC_BIND=${OMP_PROC_BIND:-false} mpiexec -n 2 build/default/kpmap inputs/quickstart.yaml "$@"

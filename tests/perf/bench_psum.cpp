@@ -1,7 +1,8 @@
 // kpmap::psum against a raw MPI_Allreduce on the same contiguous host buffer of floats, 8 B to
 // 64 MiB. Every rank runs the same fixed iteration count per size, so all stay in lockstep; an
 // iteration's time is the maximum over ranks (MPI_Allreduce MAX of each rank's MPI_Wtime span),
-// and only rank 0 reports. Sizes alternate between the two variants so drift hits both alike.
+// and only rank 0 reports. Sizes alternate between the two variants so drift hits both alike;
+// "paired/<bytes>" alternates the two calls within one loop and reports the overhead directly.
 //   OMP_NUM_THREADS=1 mpiexec -n 2 bench_psum --benchmark_repetitions=9
 //       --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -53,6 +54,38 @@ void kpmap_psum(benchmark::State& state, std::int64_t bytes) {
   timed(state, bytes, [&] { kpmap::psum(*mesh, axis, in, out); });
 }
 
+// The overhead itself: each iteration calls both, in alternating order, on the same buffers, so
+// drift and interference from other processes hit both alike. Reports the mean time of each
+// (the maximum over ranks of the per-rank means) and kpmap's overhead in percent.
+void paired(benchmark::State& state, std::int64_t bytes) {
+  const auto count = bytes / static_cast<std::int64_t>(sizeof(float));
+  Buffer in("in", count), out("out", count);
+  Kokkos::deep_copy(in, 1.0f);
+  const MPI_Comm comm = mesh->comm(axis);
+  auto call = [&](bool wrapped) {
+    const double start = MPI_Wtime();
+    if (wrapped) {
+      kpmap::psum(*mesh, axis, in, out);
+    } else {
+      MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm);
+    }
+    return MPI_Wtime() - start;
+  };
+  double t[2] = {0, 0};  // raw MPI, kpmap
+  bool kpmap_first = false;
+  for (auto _ : state) {
+    const bool first = kpmap_first;
+    t[first] += call(first);
+    t[!first] += call(!first);
+    kpmap_first = !kpmap_first;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const double n = static_cast<double>(state.iterations());
+  state.counters["mpi_us"] = 1e6 * t[0] / n;
+  state.counters["kpmap_us"] = 1e6 * t[1] / n;
+  state.counters["overhead_pct"] = 100.0 * (t[1] - t[0]) / t[0];
+}
+
 // Enough iterations for ~0.2 s at the expected speed, fixed per size so every rank agrees.
 std::int64_t iterations(std::int64_t bytes) {
   if (bytes <= 64 * 1024) return 2000;
@@ -75,6 +108,8 @@ void register_all() {
     benchmark::RegisterBenchmark(("kpmap_psum" + suffix).c_str(), kpmap_psum, b)
         ->UseManualTime()->Iterations(iterations(b))->Unit(benchmark::kMicrosecond)
         ->ComputeStatistics("min", fastest);
+    benchmark::RegisterBenchmark(("paired" + suffix).c_str(), paired, b)
+        ->Iterations(iterations(b))->Unit(benchmark::kMicrosecond);
   }
 }
 
