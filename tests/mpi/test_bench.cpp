@@ -14,8 +14,11 @@
 #include "kpmap/bench/bench.hpp"
 #include "kpmap/bench/check.hpp"
 #include "kpmap/collectives/collectives.hpp"
+#include "support/world.hpp"
 
 namespace {
+
+using kpmap::test::world_size;
 
 using kpmap::Collective;
 using kpmap::Dtype;
@@ -24,12 +27,6 @@ const std::vector<Collective> every_collective{
     Collective::psum,       Collective::pmean,      Collective::pmax,
     Collective::pmin,       Collective::all_gather, Collective::psum_scatter,
     Collective::all_to_all, Collective::ppermute,   Collective::pbroadcast};
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 // --- conventions (pure functions) ------------------------------------------------------------
 

@@ -18,23 +18,15 @@
 #include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
 #include "kpmap/mesh/mesh.hpp"
+#include "support/world.hpp"
 
 namespace kct {
 
+using kpmap::test::world_size;
+using kpmap::test::world_rank;
+
 using Index = std::array<std::int64_t, 4>;
 using kpmap::Shape;
-
-inline int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-inline int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 // The two-axis meshes each rank count runs: 1x1, 2x1 and 1x2, 2x2 (and n x 1 otherwise).
 inline std::vector<std::vector<kpmap::MeshAxis>> two_axis_meshes() {

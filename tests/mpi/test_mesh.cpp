@@ -4,20 +4,12 @@
 
 #include "kpmap/core/error.hpp"
 #include "kpmap/mesh/mesh.hpp"
+#include "support/world.hpp"
 
 namespace {
 
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using kpmap::test::world_size;
+using kpmap::test::world_rank;
 
 int comm_size(MPI_Comm c) {
   int n = 0;

@@ -11,24 +11,16 @@
 #include <vector>
 
 #include "kpmap/collectives/mpi_types.hpp"
+#include "support/world.hpp"
 
 namespace {
+
+using kpmap::test::world_size;
+using kpmap::test::world_rank;
 
 using kpmap::bf16;
 using kpmap::fp16;
 using kpmap::ReduceOp;
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
 
 // In [-8, 8]: over at most 4 ranks every partial sum lies within [-32, 32], exact in both types.
 int value(int rank, int i) { return (i * 7 + rank * 3) % 17 - 8; }

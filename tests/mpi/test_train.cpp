@@ -6,19 +6,16 @@
 #include <cmath>
 
 #include "kpmap/train/trainer.hpp"
+#include "support/world.hpp"
 
 namespace {
+
+using kpmap::test::world_size;
 
 using kpmap::Dtype;
 using kpmap::GradientKernel;
 using kpmap::Mesh;
 using kpmap::TrainSpec;
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 TrainSpec small_spec(Dtype dtype) {
   TrainSpec s;
