@@ -6,9 +6,11 @@
 // Why the loops look the way they do: without -ffast-math a compiler may not reorder a sum, so
 // a plain dot product runs one dependent add per element. row_dot keeps `lanes` independent
 // partial sums, which the compiler turns into SIMD registers, and the gradient update is a
-// restrict-qualified axpy. A work item takes 8 consecutive rows: their dot products read memory
-// in address order, one row after the other (the previous version interleaved 4 rows and ran at
-// 30-65% of this speed in cache), then one axpy adds all 8 rows, still in L1 (16 KiB in fp64),
+// restrict-qualified axpy. A work item takes 8 consecutive rows: with 8-byte elements their dot
+// products read memory in address order, one row after the other (the previous version
+// interleaved 4 rows and ran at 30-65% of this speed in cache); with 4-byte elements the 8 rows
+// are interleaved so that each load of w serves all of them (faster out of cache in fp32, slower
+// in fp64). Then one axpy adds all 8 rows, still in L1 (16 KiB in fp64),
 // so the thread-private gradient is loaded and stored once per 8 rows, while it prefetches the
 // next 8 rows so that memory keeps streaming during the arithmetic. Rows of LayoutRight views
 // take this pointer path; any other layout falls back to View indexing, one row at a time
@@ -42,6 +44,35 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
   }
   return part[0];
 }
+
+// out[q] = sum_j Acc(x[q * stride + j]) * Acc(w[j]) for q < rows: the rows interleaved, so each
+// load of w serves all of them, with 32 bytes of independent partial sums per row.
+template <int rows, class Acc, class T, class W>
+KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
+                                      long long n, Acc* out) {
+  constexpr int lanes = 32 / static_cast<int>(sizeof(Acc));
+  Acc part[rows][lanes] = {};
+  long long j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    for (int q = 0; q < rows; ++q) {
+      for (int k = 0; k < lanes; ++k) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
+    }
+  }
+  for (int k = 0; j + k < n; ++k) {
+    for (int q = 0; q < rows; ++q) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
+  }
+  for (int q = 0; q < rows; ++q) {
+    for (int width = lanes / 2; width > 0; width /= 2) {
+      for (int k = 0; k < width; ++k) part[q][k] += part[q][k + width];
+    }
+    out[q] = part[q][0];
+  }
+}
+
+// Which dot a block uses: interleaved rows for 4-byte elements and sums, row by row otherwise.
+// Measured out of cache (docs/performance.md): interleaving is faster in fp32, slower in fp64.
+template <class Acc, class T>
+inline constexpr bool interleaved_dot_v = sizeof(T) == 4 && sizeof(Acc) == 4;
 
 // g[j] += a * x[j].
 template <class Acc, class T>
@@ -155,10 +186,17 @@ struct GradientReduce {
     const long long F = static_cast<long long>(X.extent(1));
     const long long stride = static_cast<long long>(X.stride(0));
     const auto* x = X.data() + i0 * stride;
+    using T = typename XView::non_const_value_type;
     Acc r[block];
-    for (int q = 0; q < block; ++q) {
-      r[q] = residual_offset(i0 + q);
-      if constexpr (std::is_same_v<Tag, Fused>) r[q] += row_dot<Acc>(x + q * stride, w.data(), F);
+    if constexpr (std::is_same_v<Tag, Fused> && interleaved_dot_v<Acc, T>) {
+      Acc d[block];
+      block_dot<block>(x, stride, w.data(), F, d);
+      for (int q = 0; q < block; ++q) r[q] = residual_offset(i0 + q) + d[q];
+    } else {
+      for (int q = 0; q < block; ++q) {
+        r[q] = residual_offset(i0 + q);
+        if constexpr (std::is_same_v<Tag, Fused>) r[q] += row_dot<Acc>(x + q * stride, w.data(), F);
+      }
     }
     // The next work item's rows, usually this thread's next block; x itself at the end of X.
     const auto* next = i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
