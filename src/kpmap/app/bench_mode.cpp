@@ -23,12 +23,7 @@ BenchSpec bench_spec(const Config& config) {
 }
 
 Json bench_report(const Config& config, const Mesh& mesh, const std::vector<BenchRow>& rows) {
-  Json report;
-  report["versions"] = versions_json();
-  report["config"] = config.resolved;
-  Json axes = Json::object();
-  for (const auto& a : mesh.axes()) axes[a.name] = a.size;
-  report["mesh"] = {{"axes", axes}, {"ranks", mesh.size()}};
+  Json report = report_header(config.resolved, mesh);
   report["bench"] = bench_json(rows);
   report["summary"] = {{"wrong", total_wrong(rows)}, {"avg_busbw_gbs", average_busbw(rows)}};
   return report;

@@ -30,12 +30,7 @@ TrainSpec train_spec(const Config& config) {
 }
 
 Json train_report(const Config& config, const Mesh& mesh, const TrainResult& result) {
-  Json report;
-  report["versions"] = versions_json();
-  report["config"] = config.resolved;
-  Json axes = Json::object();
-  for (const auto& a : mesh.axes()) axes[a.name] = a.size;
-  report["mesh"] = {{"axes", axes}, {"ranks", mesh.size()}};
+  Json report = report_header(config.resolved, mesh);
   Json history = Json::array();
   for (const auto& h : result.history) history.push_back({{"step", h.step}, {"loss", h.loss}});
   report["history"] = history;

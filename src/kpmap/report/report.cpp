@@ -20,6 +20,14 @@ Json versions_json() {
               {"mpi", mpi_library_version()}};
 }
 
+Json report_header(const Json& resolved_config, const Mesh& mesh) {
+  Json axes = Json::object();
+  for (const auto& a : mesh.axes()) axes[a.name] = a.size;
+  return Json{{"versions", versions_json()},
+              {"config", resolved_config},
+              {"mesh", {{"axes", axes}, {"ranks", mesh.size()}}}};
+}
+
 Json timing_json(MPI_Comm comm, const Timers& timers) {
   Json t = Json::object();
   for (Phase p : all_phases) t[to_string(p)] = to_json(stat_over_ranks(comm, timers.seconds(p)));

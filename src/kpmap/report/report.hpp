@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kpmap/mesh/mesh.hpp"
 #include "kpmap/train/timers.hpp"
 
 namespace kpmap {
@@ -17,6 +18,10 @@ Json to_json(const Stat& s);
 
 // {"kpmap": ..., "kokkos": ..., "kokkos_backends": [...], "execution_space": ..., ...}
 Json versions_json();
+
+// What every report starts with: "versions", "config" (the resolved deck) and "mesh"
+// ({"axes": {name: size, ...}, "ranks": N}).
+Json report_header(const Json& resolved_config, const Mesh& mesh);
 
 // "timing": {total, compute, comm, optimizer}, each {min, avg, max} seconds over `comm`'s ranks.
 // Collective.
