@@ -36,6 +36,8 @@ TEST(Mesh, OneInferredAxisCoversAllRanks) {
   EXPECT_EQ(mesh.axis_index("i"), world_rank());
   EXPECT_EQ(comm_rank(mesh.comm("i")), world_rank());
   EXPECT_EQ(mesh.describe(), "{i: " + std::to_string(world_size()) + "}");
+  EXPECT_TRUE(mesh.has_axis("i"));
+  EXPECT_FALSE(mesh.has_axis("j"));
 }
 
 TEST(Mesh, TwoAxesAreRowMajorWithLastAxisFastest) {

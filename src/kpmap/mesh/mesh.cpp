@@ -141,6 +141,10 @@ std::vector<int> Mesh::positions(const AxisNames& axes) const {
   return pos;
 }
 
+bool Mesh::has_axis(const std::string& name) const {
+  return std::any_of(axes_.begin(), axes_.end(), [&](const MeshAxis& a) { return a.name == name; });
+}
+
 MPI_Comm Mesh::comm(const AxisNames& axes) const { return subs_.at(positions(axes)).get(); }
 
 int Mesh::axis_index(const AxisNames& axes) const { return flat_index(coords(), axes_, positions(axes)); }

@@ -65,6 +65,8 @@ class Mesh {
   std::vector<int> coords() const;  // this rank's index along each axis, in mesh order
   std::string describe() const;     // "{data: 2, model: 2}"
 
+  bool has_axis(const std::string& name) const;
+
   // The communicator over `axes`; its rank order is axis_index(axes). Throws InputError for an
   // unknown or repeated axis name.
   MPI_Comm comm(const AxisNames& axes) const;

@@ -20,8 +20,8 @@ class StepComm {
  public:
   explicit StepComm(const Mesh& mesh)
       : mesh_(mesh),
-        data_size_(has_axis(mesh, "data") ? mesh.axis_size("data") : 1),
-        model_size_(has_axis(mesh, "model") ? mesh.axis_size("model") : 1) {}
+        data_size_(mesh.has_axis("data") ? mesh.axis_size("data") : 1),
+        model_size_(mesh.has_axis("model") ? mesh.axis_size("model") : 1) {}
 
   int data_size() const { return data_size_; }
   int model_size() const { return model_size_; }
@@ -51,13 +51,6 @@ class StepComm {
   }
 
  private:
-  static bool has_axis(const Mesh& mesh, const char* name) {
-    for (const auto& a : mesh.axes()) {
-      if (a.name == name) return true;
-    }
-    return false;
-  }
-
   const Mesh& mesh_;
   int data_size_, model_size_;
   std::size_t bytes_ = 0;
