@@ -267,21 +267,72 @@ TEST(ConfigTrain, OptimizerTypesRangesAndKeys) {
   });
 }
 
+TEST(ConfigTrain, PrecisionCombinations) {
+  // 16-bit compute: master weights default to fp32, the wire to the compute type.
+  auto c = load(head + "precision: {compute: bf16}\n");
+  EXPECT_EQ(c.precision.compute, kpmap::Dtype::bf16);
+  EXPECT_EQ(c.precision.params, kpmap::Dtype::fp32);
+  EXPECT_EQ(c.precision.comm, kpmap::Dtype::bf16);
+  c = load(head + "precision: {compute: fp32, params: fp64, comm: fp16, loss_scale: 1024}\n");
+  EXPECT_EQ(c.precision.params, kpmap::Dtype::fp64);
+  EXPECT_EQ(c.precision.comm, kpmap::Dtype::fp16);
+  EXPECT_EQ(c.precision.loss_scale, "static");
+  EXPECT_EQ(c.precision.static_scale, 1024.0);
+  EXPECT_EQ(c.resolved["precision"].dump(),
+            R"({"compute":"fp32","params":"fp64","comm":"fp16","loss_scale":1024.0})");
+  c = load(head + "precision: {compute: fp16, loss_scale: dynamic, scaler: {growth_interval: 50}}\n");
+  EXPECT_EQ(c.precision.loss_scale, "dynamic");
+  EXPECT_EQ(c.precision.scaler.growth_interval, 50);
+  EXPECT_EQ(c.precision.scaler.init, 65536.0);
+  EXPECT_EQ(c.resolved["precision"].dump(),
+            R"({"compute":"fp16","params":"fp32","comm":"fp16","loss_scale":"dynamic",)"
+            R"("scaler":{"init":65536.0,"growth_interval":50,"growth_factor":2.0,"backoff_factor":0.5}})");
+}
+
+TEST(ConfigTrain, KokkosKernelsPathNeedsFp32OrFp64Storage) {
+  const auto msg = load_error(head + "train: {kernel: kokkos_kernels}\nprecision: {compute: bf16}\n");
+  EXPECT_NE(msg.find("deck.yaml:4:17: train.kernel: kokkos_kernels with precision.compute bf16 is not available in "
+                     "this build yet (allowed: fused)"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ConfigTrain, WeightScaleIsPositive) {
+  EXPECT_EQ(load(head + "precision: {compute: fp32}\n").problem.weight_scale, 1.0);
+  const auto msg = load_error("mode: train\nmesh: {axes: {data: -1}}\n"
+                              "problem: {samples: 64, features: 2, weight_scale: 0}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:51: problem.weight_scale: 0 is out of range (allowed: > 0)"), std::string::npos) << msg;
+}
+
 TEST(ConfigTrain, PrecisionAndCommAcceptTheSchemaAndRejectWhatIsNotBuilt) {
   expect_errors({
       {"precision:\n  compute: fp8\n",
-       "deck.yaml:5:12: precision.compute: 'fp8' is not allowed (allowed: fp64 | fp32)"},
-      {"precision:\n  compute: bf16\n",
-       "deck.yaml:5:12: precision.compute: 'bf16' is not available in this build yet (allowed: fp64 | fp32)"},
-      {"precision:\n  params: fp16\n",
-       "deck.yaml:5:11: precision.params: 'fp16' is not available in this build yet (allowed: fp64 | fp32)"},
-      {"precision:\n  compute: fp32\n  params: fp64\n",
-       "deck.yaml:6:11: precision.params: fp64 differs from precision.compute fp32; mixed precision is not "
-       "available in this build yet (allowed: fp32, the same as precision.compute)"},
-      {"precision:\n  compute: fp64\n  comm: fp32\n",
-       "deck.yaml:6:9: precision.comm: fp32 differs from precision.compute fp64"},
-      {"precision:\n  loss_scale: dynamic\n",
-       "deck.yaml:5:15: precision.loss_scale: 'dynamic' is not allowed (allowed: none)"},
+       "deck.yaml:5:12: precision.compute: 'fp8' is not allowed (allowed: fp64 | fp32 | bf16 | fp16)"},
+      {"precision:\n  compute: bf16\n  params: fp16\n",
+       "deck.yaml:6:11: precision.params: 'fp16' is not allowed (allowed: fp64 | fp32)"},
+      {"precision:\n  compute: fp64\n  params: fp32\n",
+       "deck.yaml:6:11: precision.params: fp32 is narrower than precision.compute fp64"},
+      {"precision:\n  comm: fp8\n",
+       "deck.yaml:5:9: precision.comm: 'fp8' is not allowed (allowed: fp64 | fp32 | bf16 | fp16)"},
+      {"precision:\n  loss_scale: dynamc\n",
+       "deck.yaml:5:15: precision.loss_scale: 'dynamc' is not allowed (allowed: none | dynamic | a positive "
+       "number); did you mean 'dynamic'?"},
+      {"precision:\n  loss_scale: 0\n", "deck.yaml:5:15: precision.loss_scale: 0 is out of range"},
+      {"precision:\n  loss_scale: -8\n", "deck.yaml:5:15: precision.loss_scale: -8 is out of range"},
+      {"precision:\n  loss_scale: .nan\n", "deck.yaml:5:15: precision.loss_scale: .nan is out of range"},
+      {"precision:\n  loss_scale: nan\n",
+       "deck.yaml:5:15: precision.loss_scale: 'nan' is not allowed (allowed: none | dynamic | a positive number)"},
+      {"precision:\n  loss_scale: 128\n  scaler: {init: 8}\n",
+       "deck.yaml:6:11: precision.scaler: {init: 8}: does not apply to loss_scale '128' (allowed only with "
+       "loss_scale: dynamic)"},
+      {"precision:\n  scaler: {init: 8}\n",
+       "deck.yaml:5:11: precision.scaler: {init: 8}: does not apply to loss_scale 'none'"},
+      {"precision:\n  loss_scale: dynamic\n  scaler: {backoff_factor: 1.5}\n",
+       "deck.yaml:6:28: precision.scaler.backoff_factor: 1.5 is out of range (allowed: (0, 1))"},
+      {"precision:\n  loss_scale: dynamic\n  scaler: {growth_factor: 1}\n",
+       "deck.yaml:6:27: precision.scaler.growth_factor: 1 is out of range (allowed: > 1)"},
+      {"precision:\n  loss_scale: dynamic\n  scaler: {intervall: 3}\n",
+       "deck.yaml:6:12: precision.scaler.intervall: unknown key"},
       {"comm:\n  strategy: reduce_scatter\n",
        "deck.yaml:5:13: comm.strategy: 'reduce_scatter' is not available in this build yet (allowed: allreduce)"},
       {"comm:\n  strategy: ring\n", "deck.yaml:5:13: comm.strategy: 'ring' is not allowed (allowed: allreduce)"},
@@ -368,8 +419,8 @@ TEST(ConfigRules, OtherModesValidateEveryPresentSection) {
   EXPECT_NE(msg.find("deck.yaml:2:9: train.stepz: unknown key; did you mean 'steps'?"), std::string::npos) << msg;
   msg = load_error("mode: collectives\nproblem: {samples: 10}\n");
   EXPECT_NE(msg.find("problem.features: missing; required"), std::string::npos) << msg;
-  msg = load_error("mode: bench\nprecision: {compute: fp16}\n");
-  EXPECT_NE(msg.find("deck.yaml:2:22: precision.compute: 'fp16' is not available in this build yet"), std::string::npos) << msg;
+  msg = load_error("mode: bench\nprecision: {compute: fp16, params: fp16}\n");
+  EXPECT_NE(msg.find("deck.yaml:2:36: precision.params: 'fp16' is not allowed"), std::string::npos) << msg;
   msg = load_error("mode: info\nproblem: {samples: 10, features: 2}\ntrain: {batch: 20}\n");
   EXPECT_NE(msg.find("deck.yaml:3:16: train.batch: 20 exceeds problem.samples 10"), std::string::npos) << msg;
 }
@@ -406,7 +457,8 @@ TEST(ConfigResolved, EveryDefaultInSchemaOrder) {
   const auto expected = nlohmann::ordered_json::parse(R"({
     "mode": "train",
     "mesh": {"axes": {"data": 2, "model": 2}},
-    "problem": {"samples": 4096, "features": 8, "bias": true, "noise": 0.0, "seed": 42, "source": "synthetic"},
+    "problem": {"samples": 4096, "features": 8, "bias": true, "noise": 0.0, "seed": 42,
+                "weight_scale": 1.0, "source": "synthetic"},
     "train": {"steps": 200, "batch": 1024, "accumulation": 1, "kernel": "fused",
               "optimizer": {"name": "adam", "lr": 0.05, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}},
     "precision": {"compute": "fp32", "params": "fp32", "comm": "fp32", "loss_scale": "none"},

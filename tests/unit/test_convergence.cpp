@@ -20,7 +20,7 @@ TrainSpec full_batch_spec(double noise) {
   s.steps = 400;
   s.optimizer.name = "sgd";
   s.optimizer.lr = 0.5;
-  s.compute = Dtype::fp64;
+  s.compute = s.params = s.comm = Dtype::fp64;
   return s;
 }
 

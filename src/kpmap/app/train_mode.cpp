@@ -1,6 +1,7 @@
 #include "kpmap/app/train_mode.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "kpmap/core/error.hpp"
@@ -12,6 +13,31 @@ namespace {
 // Bytes that differ between ranks (uneven shards) are reported as min / avg / max.
 Json bytes_stat(MPI_Comm comm, std::size_t bytes) { return to_json(stat_over_ranks(comm, static_cast<double>(bytes))); }
 
+// "fp32", or "bf16 (params fp32, comm bf16, loss scale dynamic)" when the types differ.
+std::string precision_summary(const PrecisionConfig& p) {
+  std::string s = to_string(p.compute);
+  if (p.params == p.compute && p.comm == p.compute && p.loss_scale == "none") return s;
+  s += " (params " + to_string(p.params) + ", comm " + to_string(p.comm);
+  if (p.loss_scale == "dynamic") s += ", loss scale dynamic";
+  if (p.loss_scale == "static") s += ", loss scale " + std::to_string(p.static_scale);
+  return s + ")";
+}
+
+// KPMAP_TEST_INJECT_INF=STEP:RANK (test only; documented in docs/precision.md): mesh rank RANK
+// puts +Inf into its gradient at step STEP. Every rank reads the same environment from mpiexec.
+void inject_nonfinite_from_environment(TrainSpec& spec) {
+  const char* text = std::getenv("KPMAP_TEST_INJECT_INF");
+  if (text == nullptr || *text == '\0') return;
+  long long step = 0;
+  int rank = 0;
+  char tail = 0;
+  if (std::sscanf(text, "%lld:%d%c", &step, &rank, &tail) != 2 || step < 1 || rank < 0) {
+    throw InputError(std::string("KPMAP_TEST_INJECT_INF: '") + text + "' is not STEP:RANK (allowed: a step >= 1 and a rank >= 0, e.g. 5:1)");
+  }
+  spec.inject_step = step;
+  spec.inject_rank = rank;
+}
+
 }  // namespace
 
 TrainSpec train_spec(const Config& config) {
@@ -19,21 +45,47 @@ TrainSpec train_spec(const Config& config) {
   const auto& t = config.train;
   const auto& o = t.optimizer;
   TrainSpec spec;
-  spec.problem = {p.samples, p.features, p.bias, p.noise, static_cast<std::uint64_t>(p.seed)};
+  spec.problem = {p.samples, p.features, p.bias, p.noise, static_cast<std::uint64_t>(p.seed), p.weight_scale};
   spec.steps = t.steps;
   spec.batch = t.batch;
   spec.accumulation = t.accumulation;
   spec.kernel = parse_gradient_kernel(t.kernel);
   spec.optimizer = {o.name, o.lr, o.momentum, o.beta1, o.beta2, o.eps};
-  spec.compute = config.precision.compute;
+  const auto& precision = config.precision;
+  spec.compute = precision.compute;
+  spec.params = precision.params;
+  spec.comm = precision.comm;
+  using Kind = LossScaleSpec::Kind;
+  spec.loss_scale.kind = precision.loss_scale == "dynamic" ? Kind::dynamic
+                         : precision.loss_scale == "static" ? Kind::fixed
+                                                            : Kind::none;
+  spec.loss_scale.scale = spec.loss_scale.kind == Kind::dynamic ? precision.scaler.init : precision.static_scale;
+  spec.loss_scale.growth_interval = precision.scaler.growth_interval;
+  spec.loss_scale.growth_factor = precision.scaler.growth_factor;
+  spec.loss_scale.backoff_factor = precision.scaler.backoff_factor;
+  inject_nonfinite_from_environment(spec);
   return spec;
 }
 
 Json train_report(const Config& config, const Mesh& mesh, const TrainResult& result) {
   Json report = report_header(config.resolved, mesh);
   Json history = Json::array();
-  for (const auto& h : result.history) history.push_back({{"step", h.step}, {"loss", h.loss}});
+  const bool scaled = config.precision.loss_scale != "none";
+  for (const auto& h : result.history) {
+    Json entry{{"step", h.step}, {"loss", h.loss}};
+    if (scaled) {
+      entry["scale"] = h.scale;
+      entry["skipped"] = h.skipped;
+    }
+    history.push_back(entry);
+  }
   report["history"] = history;
+  if (scaled) {
+    Json skipped = Json::array();
+    for (const auto& h : result.history)
+      if (h.skipped) skipped.push_back(h.step);
+    report["skipped_steps"] = skipped;
+  }
   report["final_loss"] = result.final_loss;
   report["weights_rel_error"] = result.weights_rel_error;
   report["timing"] = timing_json(mesh.comm(), result.timers);
@@ -50,7 +102,7 @@ int run_train(const Config& config, const Mesh& mesh) {
     std::cout << "kpmap train: " << config.deck << " on mesh " << mesh.describe() << ", "
               << config.problem.samples << " x " << config.problem.features << ", batch " << config.train.batch
               << ", " << config.train.steps << " steps, " << config.train.optimizer.name << ", "
-              << to_string(config.precision.compute) << ", kernel " << config.train.kernel << std::endl;
+              << precision_summary(config.precision) << ", kernel " << config.train.kernel << std::endl;
   }
   Progress progress(config.train.steps, config.output.every, config.train.batch, mesh.rank() == 0);
   const TrainResult result =

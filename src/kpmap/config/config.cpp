@@ -19,16 +19,6 @@ std::string to_string(Mode mode) {
   return "?";
 }
 
-std::string to_string(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::fp64: return "fp64";
-    case Dtype::fp32: return "fp32";
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp16: return "fp16";
-  }
-  return "?";
-}
-
 namespace {
 
 const std::vector<std::string> train_axes{"data", "model"};
@@ -103,6 +93,13 @@ void check_model_axis(const Config& c, const Section& axes) {
   }
 }
 
+// Kokkos Kernels has no gemv for kpmap's 16-bit types; the widening path is not built yet.
+void check_kernel_precision(const Config& c, const Section& train) {
+  if (c.train.kernel != "kokkos_kernels" || size_of(c.precision.compute) != 2) return;
+  train.fail("kernel", "kokkos_kernels with precision.compute " + to_string(c.precision.compute) +
+                           " is not available in this build yet (allowed: fused)");
+}
+
 // Which optional sections were read (and so belong in the resolved deck).
 struct SectionsRead {
   bool problem, train, precision, comm, collectives, bench;
@@ -160,6 +157,7 @@ Config load_config(const std::string& deck_path, const std::vector<std::string>&
 
   if (read.problem && read.train) check_batch(c, train);
   if (train_mode) check_model_axis(c, axes);
+  if (read.train && read.precision) check_kernel_precision(c, train);
   c.resolved = resolve(c, read);
   return c;
 }

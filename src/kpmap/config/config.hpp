@@ -26,6 +26,7 @@ struct ProblemConfig {
   bool bias = true;
   double noise = 0.0;      // standard deviation of the noise added to y
   long long seed = 42;
+  double weight_scale = 1.0;  // w* and b* are uniform in [-weight_scale, weight_scale)
   std::string source = "synthetic";
 };
 
@@ -47,11 +48,21 @@ struct TrainConfig {
   OptimizerConfig optimizer;
 };
 
+// precision.scaler: the dynamic loss scaler's settings (the usual defaults of dynamic scalers).
+struct ScalerConfig {
+  double init = 65536.0;        // the first scale
+  long long growth_interval = 2000;  // clean steps in a row before the scale grows
+  double growth_factor = 2.0;   // > 1
+  double backoff_factor = 0.5;  // in (0, 1): the scale after a non-finite gradient
+};
+
 struct PrecisionConfig {
-  Dtype compute = Dtype::fp32;
-  Dtype params = Dtype::fp32;
-  Dtype comm = Dtype::fp32;
-  std::string loss_scale = "none";
+  Dtype compute = Dtype::fp32;  // X, y and the weights the kernels read
+  Dtype params = Dtype::fp32;   // master weights and optimizer state (fp64 | fp32, >= compute)
+  Dtype comm = Dtype::fp32;     // the gradient on the wire
+  std::string loss_scale = "none";  // none | static | dynamic
+  double static_scale = 1.0;        // loss_scale: a positive number
+  ScalerConfig scaler;              // loss_scale: dynamic
 };
 
 struct CommConfig {
@@ -97,7 +108,6 @@ struct Config {
 };
 
 std::string to_string(Mode mode);
-std::string to_string(Dtype dtype);
 
 // Loads and validates the deck for a run on `ranks` ranks. Throws InputError.
 // The sections a mode needs are read with their defaults (mode train: problem, train, precision,

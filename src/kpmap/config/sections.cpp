@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <stdexcept>
 
 namespace kpmap::config {
 
@@ -45,9 +47,43 @@ OptimizerConfig parse_optimizer(Section& s) {
   return o;
 }
 
-Dtype parse_dtype(Section& s, const std::string& key, const std::string& fallback) {
-  const std::string d = s.choice(key, fallback, {"fp64", "fp32"}, {"bf16", "fp16"});
-  return d == "fp64" ? Dtype::fp64 : Dtype::fp32;
+Dtype dtype_of(const std::string& name);
+
+const std::vector<std::string> all_dtypes{"fp64", "fp32", "bf16", "fp16"};
+
+// precision.loss_scale: none | dynamic | a positive, finite number (a static scale).
+void parse_loss_scale(Section& s, PrecisionConfig& p) {
+  const YAML::Node n = s.raw("loss_scale");
+  if (!s.has("loss_scale")) return;
+  const std::string allowed = "none | dynamic | a positive number";
+  const std::string text = n.IsScalar() ? n.Scalar() : flow(n);
+  if (n.IsScalar() && (text == "none" || text == "dynamic")) {
+    p.loss_scale = text;
+    return;
+  }
+  double value = 0;
+  try {
+    value = n.as<double>();  // YAML's spellings, .nan and .inf included
+  } catch (const std::exception&) {
+    const std::string hint = closest(text, {"none", "dynamic"});
+    s.fail("loss_scale", "'" + text + "' is not allowed (allowed: " + allowed + ")" +
+                             (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+  }
+  if (!(value > 0) || !std::isfinite(value)) {
+    s.fail("loss_scale", text + " is out of range (allowed: " + allowed + ", finite and > 0)");
+  }
+  p.loss_scale = "static";
+  p.static_scale = value;
+}
+
+ScalerConfig parse_scaler(Section& s) {
+  ScalerConfig c;
+  c.init = s.number("init", c.init, positive);
+  c.growth_interval = s.integer("growth_interval", c.growth_interval, 1, unbounded);
+  c.growth_factor = s.number("growth_factor", c.growth_factor, Interval{1.0, Interval().hi, true, false});
+  c.backoff_factor = s.number("backoff_factor", c.backoff_factor, Interval{0.0, 1.0, true, true});
+  s.finish();
+  return c;
 }
 
 // --- bench -------------------------------------------------------------------------------------
@@ -208,6 +244,7 @@ ProblemConfig parse_problem(Section& s) {
   p.bias = s.boolean("bias", p.bias);
   p.noise = s.number("noise", p.noise, non_negative);
   p.seed = s.integer("seed", p.seed, 0, unbounded);
+  p.weight_scale = s.number("weight_scale", p.weight_scale, positive);
   p.source = s.choice("source", p.source, {"synthetic"});
   s.finish();
   return p;
@@ -233,18 +270,24 @@ TrainConfig parse_train(Section& s) {
 
 PrecisionConfig parse_precision(Section& s) {
   PrecisionConfig p;
-  p.compute = parse_dtype(s, "compute", "fp32");
-  // params and comm follow compute unless given, so `compute: fp64` alone is a valid deck.
-  for (const char* key : {"params", "comm"}) {
-    const Dtype d = parse_dtype(s, key, to_string(p.compute));
-    if (d != p.compute) {
-      s.fail(key, to_string(d) + " differs from precision.compute " + to_string(p.compute) +
-                      "; mixed precision is not available in this build yet (allowed: " +
-                      to_string(p.compute) + ", the same as precision.compute)");
-    }
-    (std::string(key) == "params" ? p.params : p.comm) = d;
+  p.compute = dtype_of(s.choice("compute", "fp32", all_dtypes));
+  // Master weights follow compute (fp32 under 16-bit compute) and the wire follows compute
+  // unless given, so `compute: fp64` or `compute: bf16` alone is a valid deck.
+  const bool half = size_of(p.compute) == 2;
+  p.params = dtype_of(s.choice("params", half ? "fp32" : to_string(p.compute), {"fp64", "fp32"}));
+  if (size_of(p.params) < size_of(p.compute)) {
+    s.fail("params", to_string(p.params) + " is narrower than precision.compute " + to_string(p.compute) +
+                         " (allowed: master weights at least as wide as compute: fp64)");
   }
-  p.loss_scale = s.choice("loss_scale", p.loss_scale, {"none"});
+  p.comm = dtype_of(s.choice("comm", to_string(p.compute), all_dtypes));
+  parse_loss_scale(s, p);
+  if (s.has("scaler") && p.loss_scale != "dynamic") {
+    s.fail("scaler", flow(s.node()["scaler"]) + ": does not apply to loss_scale '" +
+                         (p.loss_scale == "static" ? flow(s.node()["loss_scale"]) : p.loss_scale) +
+                         "' (allowed only with loss_scale: dynamic)");
+  }
+  Section scaler = s.section("scaler");
+  p.scaler = parse_scaler(scaler);
   s.finish();
   return p;
 }
@@ -296,7 +339,8 @@ BenchConfig parse_bench(Section& s, const MeshConfig& mesh) {
 
 nlohmann::ordered_json to_json(const ProblemConfig& p) {
   return {{"samples", p.samples}, {"features", p.features}, {"bias", p.bias},
-          {"noise", p.noise},     {"seed", p.seed},         {"source", p.source}};
+          {"noise", p.noise},     {"seed", p.seed},         {"weight_scale", p.weight_scale},
+          {"source", p.source}};
 }
 
 nlohmann::ordered_json to_json(const TrainConfig& t) {
@@ -312,10 +356,21 @@ nlohmann::ordered_json to_json(const TrainConfig& t) {
 }
 
 nlohmann::ordered_json to_json(const PrecisionConfig& p) {
-  return {{"compute", to_string(p.compute)},
-          {"params", to_string(p.params)},
-          {"comm", to_string(p.comm)},
-          {"loss_scale", p.loss_scale}};
+  nlohmann::ordered_json o{{"compute", to_string(p.compute)},
+                           {"params", to_string(p.params)},
+                           {"comm", to_string(p.comm)}};
+  if (p.loss_scale == "static") {
+    o["loss_scale"] = p.static_scale;
+  } else {
+    o["loss_scale"] = p.loss_scale;
+  }
+  if (p.loss_scale == "dynamic") {
+    o["scaler"] = {{"init", p.scaler.init},
+                   {"growth_interval", p.scaler.growth_interval},
+                   {"growth_factor", p.scaler.growth_factor},
+                   {"backoff_factor", p.scaler.backoff_factor}};
+  }
+  return o;
 }
 
 nlohmann::ordered_json to_json(const CommConfig& c) {

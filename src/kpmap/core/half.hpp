@@ -14,6 +14,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kpmap/core/types.hpp"
+
 namespace kpmap {
 
 namespace detail {
@@ -300,6 +302,13 @@ KOKKOS_INLINE_FUNCTION constexpr float to_float(double x) noexcept {
 }
 KOKKOS_INLINE_FUNCTION float to_float(bf16 x) noexcept { return static_cast<float>(x); }
 KOKKOS_INLINE_FUNCTION float to_float(fp16 x) noexcept { return static_cast<float>(x); }
+
+// The Dtype of an element type (double, float, bf16, fp16).
+template <class T>
+inline constexpr Dtype dtype_v = std::is_same_v<T, double>  ? Dtype::fp64
+                                 : std::is_same_v<T, float> ? Dtype::fp32
+                                 : std::is_same_v<T, bf16>  ? Dtype::bf16
+                                                            : Dtype::fp16;
 
 }  // namespace kpmap
 

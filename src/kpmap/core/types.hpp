@@ -3,7 +3,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "kpmap/config.hpp"
 
@@ -31,8 +33,12 @@ template <class T>
 using View3 = Kokkos::View<T***, device_type>;
 
 // Element types of storage, compute and communication. bf16 and fp16 are kpmap's own 16-bit
-// types (core/half.hpp); the deck rejects them for training until mixed precision lands.
+// types (core/half.hpp).
 enum class Dtype { fp64, fp32, bf16, fp16 };
+
+inline constexpr std::size_t size_of(Dtype d) { return d == Dtype::fp64 ? 8 : d == Dtype::fp32 ? 4 : 2; }
+// "fp64", "fp32", "bf16", "fp16": the names decks and reports use.
+std::string to_string(Dtype dtype);
 
 // Whether host code (MPI, in particular) may dereference a View of this memory space.
 template <class MemorySpace>

@@ -61,9 +61,9 @@ KOKKOS_INLINE_FUNCTION double synthetic_y(const SyntheticProblem& p, long long r
   double sum = 0.0;
   for (long long j = 0; j < p.features; ++j) {
     sum += static_cast<double>(static_cast<T>(synthetic::x_entry(p.seed, r, j))) *
-           synthetic::true_weight(p.seed, j);
+           synthetic::true_weight(p.seed, j, p.weight_scale);
   }
-  sum += synthetic::true_bias(p.seed, p.bias);
+  sum += synthetic::true_bias(p.seed, p.bias, p.weight_scale);
   if (p.noise != 0.0) sum += p.noise * synthetic::gaussian(p.seed, r);
   return sum;
 }

@@ -1,5 +1,6 @@
 #include "kpmap/data/synthetic.hpp"
 
+#include <cmath>
 #include <string>
 
 #include "kpmap/core/error.hpp"
@@ -10,6 +11,9 @@ void validate(const SyntheticProblem& p) {
   if (p.samples < 1) throw InputError("problem.samples: " + std::to_string(p.samples) + " must be >= 1");
   if (p.features < 1) throw InputError("problem.features: " + std::to_string(p.features) + " must be >= 1");
   if (!(p.noise >= 0.0)) throw InputError("problem.noise: " + std::to_string(p.noise) + " must be >= 0");
+  if (!(p.weight_scale > 0.0) || !std::isfinite(p.weight_scale)) {
+    throw InputError("problem.weight_scale: " + std::to_string(p.weight_scale) + " must be finite and > 0");
+  }
 }
 
 void validate_columns(const SyntheticProblem& p, Range c) {
@@ -23,12 +27,13 @@ std::vector<double> true_weights(const SyntheticProblem& problem, long long col_
   validate_columns(problem, {col_begin, col_end});
   std::vector<double> w(static_cast<std::size_t>(col_end - col_begin));
   for (long long j = col_begin; j < col_end; ++j) {
-    w[static_cast<std::size_t>(j - col_begin)] = synthetic::true_weight(problem.seed, j);
+    w[static_cast<std::size_t>(j - col_begin)] = synthetic::true_weight(problem.seed, j, problem.weight_scale);
   }
   return w;
 }
 
-double true_bias(const SyntheticProblem& problem) { return synthetic::true_bias(problem.seed, problem.bias); }
+double true_bias(const SyntheticProblem& problem) { return synthetic::true_bias(problem.seed, problem.bias, problem.weight_scale);
+}
 
 Range block_range(long long n, long long part, long long parts) {
   if (parts < 1 || part < 0 || part >= parts || n < 0) {

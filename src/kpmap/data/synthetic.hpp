@@ -18,6 +18,7 @@ struct SyntheticProblem {
   bool bias = true;        // b* != 0 and the model fits a bias
   double noise = 0.0;      // standard deviation of the Gaussian noise added to y
   std::uint64_t seed = 42;
+  double weight_scale = 1.0;  // w* and b* uniform in [-weight_scale, weight_scale)
 };
 
 // Throws InputError (exit 2) naming the problem.* key when a field is out of range.
@@ -53,12 +54,13 @@ KOKKOS_INLINE_FUNCTION double x_entry(std::uint64_t seed, long long row, long lo
   return uniform(seed, stream_x, static_cast<std::uint64_t>(row), static_cast<std::uint64_t>(col));
 }
 
-KOKKOS_INLINE_FUNCTION double true_weight(std::uint64_t seed, long long col) {
-  return uniform(seed, stream_w, 0, static_cast<std::uint64_t>(col));
+// Scaled after drawing, so a scale of 1 gives the same bits as no scale.
+KOKKOS_INLINE_FUNCTION double true_weight(std::uint64_t seed, long long col, double scale) {
+  return uniform(seed, stream_w, 0, static_cast<std::uint64_t>(col)) * scale;
 }
 
-KOKKOS_INLINE_FUNCTION double true_bias(std::uint64_t seed, bool bias) {
-  return bias ? uniform(seed, stream_b, 0, 0) : 0.0;
+KOKKOS_INLINE_FUNCTION double true_bias(std::uint64_t seed, bool bias, double scale) {
+  return bias ? uniform(seed, stream_b, 0, 0) * scale : 0.0;
 }
 
 // Standard normal by Box-Muller from two hashed uniforms; u1 in (0, 1] keeps log finite.

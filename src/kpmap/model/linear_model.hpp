@@ -36,6 +36,7 @@
 #include <type_traits>
 
 #include "kpmap/core/error.hpp"
+#include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
 #include "kpmap/model/blas_kernels.hpp"
 #include "kpmap/model/fused_kernels.hpp"
@@ -79,6 +80,8 @@ class LinearModel {
     if (kernel_ == GradientKernel::fused) {
       model_detail::rows_times_w<Acc>(exec, X, w, b, z);
       exec.fence();
+    } else if constexpr (is_half<T>::value) {
+      throw RuntimeError("kpmap::LinearModel: kokkos_kernels needs fp32 or fp64 storage");
     } else {
       exec.fence();
       model_detail::blas_forward<T, Acc>(X, w, b, z, work(rows_, X.extent(0), "kpmap::model::rows"));
@@ -96,10 +99,11 @@ class LinearModel {
       model_detail::reduce_rows<model_detail::FromZ, Acc>(exec, X, y, grad_w, grad_b, z, sums(X.extent(1)));
       return model_detail::add_gradient(exec, sums_, grad_w, grad_b);
     }
+    if constexpr (is_half<T>::value) throw RuntimeError("kpmap::LinearModel: kokkos_kernels needs fp32 or fp64 storage"); else {
     exec.fence();
     const View1<T> r = work(rows_, X.extent(0), "kpmap::model::residual");
     model_detail::blas_residual_from_z<T, Acc>(z, y, r);
-    return model_detail::blas_gradient<T, Acc>(X, r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));
+    return model_detail::blas_gradient<T, Acc>(X, r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));}
   }
 
   // One rank holds all features: loss sum and gradient sums in one pass over X (fused) or
@@ -113,10 +117,11 @@ class LinearModel {
       model_detail::reduce_rows<model_detail::Fused, Acc>(exec, X, y, w, b, y, sums(X.extent(1)));
       return model_detail::add_gradient(exec, sums_, grad_w, grad_b);
     }
+    if constexpr (is_half<T>::value) throw RuntimeError("kpmap::LinearModel: kokkos_kernels needs fp32 or fp64 storage"); else {
     exec.fence();
     const View1<T> r = work(rows_, X.extent(0), "kpmap::model::residual");
     model_detail::blas_residual<T>(X, w, b, y, r);
-    return model_detail::blas_gradient<T, Acc>(X, r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));
+    return model_detail::blas_gradient<T, Acc>(X, r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));}
   }
 
   // Bytes of the workspace this model holds (for the report's memory field).

@@ -1,7 +1,10 @@
 #include "kpmap/train/trainer.hpp"
 
+#include <array>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "kpmap/core/error.hpp"
 #include "kpmap/data/shard.hpp"
@@ -13,51 +16,92 @@ namespace {
 
 using HostVector = Kokkos::View<double*, Kokkos::HostSpace>;
 
-// The whole state of a run in one place: data shard, parameters [w, b], the step's statistics
-// buffer [grad sums..., loss_sum, count] (its head is the gradient), optimizer, step counter.
-// The data position is a function of the step (BatchPlan::batch_of_step).
-template <class T, class Layout>
+// Sums of 16-bit and fp32 data accumulate in fp32, of fp64 data in fp64.
+template <class S>
+using accumulation_t = std::conditional_t<std::is_same_v<S, double>, double, float>;
+
+// The whole state of a run in one place: data shard (S), the weights the kernels read (S) and
+// the master weights the optimizer updates (M; the same View when S == M), the step's statistics
+// [grad sums..., loss_sum, count] (Acc) and the mean gradient (M; the head of stats when
+// M == Acc), optimizer, step counter. The data position is a function of the step
+// (BatchPlan::batch_of_step).
+template <class S, class M, class Layout>
 struct RunState {
-  Shard<T, Layout> shard;
+  using Acc = accumulation_t<S>;
+  Shard<S, Layout> shard;
   long long features_local = 0;
   long long n_params = 0;  // features_local (+ 1 with bias)
-  View1<T> params;
-  View1<T> stats;  // n_params + 2
-  View1<T> z;      // partial products of one micro-batch (model-parallel only)
-  std::unique_ptr<Optimizer<T>> optimizer;
+  View1<S> params;
+  View1<M> master;
+  View1<Acc> stats;  // n_params + 2
+  View1<M> grad;     // n_params
+  View1<Acc> z;      // partial products of one micro-batch (model-parallel only)
+  std::unique_ptr<Optimizer<M>> optimizer;
   long long step = 0;
 
   auto grads() const { return Kokkos::subview(stats, Kokkos::make_pair(0LL, n_params)); }
+  std::size_t param_bytes() const {
+    return master.span() * sizeof(M) + (std::is_same_v<S, M> ? 0 : params.span() * sizeof(S));
+  }
+  std::size_t gradient_bytes() const {
+    return static_cast<std::size_t>(n_params) * sizeof(Acc) + (std::is_same_v<M, Acc> ? 0 : grad.span() * sizeof(M));
+  }
 };
 
-template <class T, class Layout>
-RunState<T, Layout> make_state(const TrainSpec& spec, const StepComm<T>& comm) {
+template <class S, class M, class Layout>
+RunState<S, M, Layout> make_state(const TrainSpec& spec, const StepComm<accumulation_t<S>>& comm) {
+  using Acc = accumulation_t<S>;
   const SyntheticProblem& problem = spec.problem;
   const execution_space exec;
-  RunState<T, Layout> s;
+  RunState<S, M, Layout> s;
   const Range cols = column_range(problem.features, comm.model_index(), comm.model_size());
-  s.shard = make_shard<T, Layout>(exec, problem,
+  s.shard = make_shard<S, Layout>(exec, problem,
                                   make_batch_plan(problem.samples, spec.batch, comm.data_index(),
                                                   comm.data_size()),
                                   cols);
   s.features_local = cols.size();
   s.n_params = s.features_local + (problem.bias ? 1 : 0);
-  s.params = View1<T>("kpmap::train::params", s.n_params);  // w = 0, b = 0
-  s.stats = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::stats"), s.n_params + 2);
+  s.master = View1<M>("kpmap::train::params", s.n_params);  // w = 0, b = 0
+  if constexpr (std::is_same_v<S, M>) {
+    s.params = s.master;
+  } else {
+    s.params = View1<S>("kpmap::train::working_params", s.n_params);
+  }
+  s.stats = View1<Acc>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::stats"), s.n_params + 2);
+  if constexpr (std::is_same_v<M, Acc>) {
+    s.grad = s.grads();
+  } else {
+    s.grad = View1<M>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::grad"), s.n_params);
+  }
   const long long micro_rows = s.shard.rows_per_batch() / spec.accumulation +
                                (s.shard.rows_per_batch() % spec.accumulation ? 1 : 0);
   if (comm.model_size() > 1) {
-    s.z = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::z"), micro_rows);
+    s.z = View1<Acc>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::z"), micro_rows);
   }
-  s.optimizer = make_optimizer<T>(spec.optimizer, s.n_params);
+  s.optimizer = make_optimizer<M>(spec.optimizer, s.n_params);
   return s;
+}
+
+// The loss at w = 0 of this rank's rows of the first batch: the mean of y^2 (0 for no rows).
+template <class S, class M, class Layout>
+double first_loss_estimate(const RunState<S, M, Layout>& s) {
+  const auto y = s.shard.batch_y(0);
+  double sum = 0;
+  Kokkos::parallel_reduce(
+      "kpmap::train::first_loss_estimate",
+      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(0, static_cast<long long>(y.extent(0))),
+      KOKKOS_LAMBDA(long long i, double& acc) {
+        const double v = static_cast<double>(y(i));
+        acc += v * v;
+      },
+      sum);
+  return y.extent(0) > 0 ? sum / static_cast<double>(y.extent(0)) : 0.0;
 }
 
 // Local sums over this rank's slice of the step's batch, micro-batch by micro-batch; the
 // partial products of each micro-batch are summed over `model` first when features are split.
-template <class T, class Layout>
-double local_sums(RunState<T, Layout>& s, LinearModel<T>& model, StepComm<T>& comm, long long accumulation,
-                  Timers& timers) {
+template <class S, class M, class Layout, class Model, class Comm>
+double local_sums(RunState<S, M, Layout>& s, Model& model, Comm& comm, long long accumulation, Timers& timers) {
   const execution_space exec;
   const auto [w, b] = split_params(s.params, s.features_local);
   const auto [gw, gb] = split_params(s.grads(), s.features_local);
@@ -90,44 +134,48 @@ double local_sums(RunState<T, Layout>& s, LinearModel<T>& model, StepComm<T>& co
   return loss_sum;
 }
 
-// One step: returns the global batch's mean squared error before the update.
-template <class T, class Layout>
-double step(RunState<T, Layout>& s, LinearModel<T>& model, StepComm<T>& comm, long long accumulation,
-            Timers& timers) {
+// One step: the global batch's loss before the update, the scale it used, whether it was skipped.
+template <class S, class M, class Layout, class Model, class Comm>
+HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScaler& scaler,
+                  const TrainSpec& spec, int rank, Timers& timers) {
+  using Acc = accumulation_t<S>;
   const execution_space exec;
-  Kokkos::deep_copy(exec, s.stats, T(0));
-  const double loss_sum = local_sums(s, model, comm, accumulation, timers);
-  const auto rows = static_cast<double>(s.shard.rows_per_batch());
-  const auto tail = Kokkos::subview(s.stats, Kokkos::make_pair(s.n_params, s.n_params + 2));
-  Kokkos::View<T[2], Kokkos::HostSpace> host_tail("kpmap::train::tail");
-  host_tail(0) = static_cast<T>(loss_sum);
-  host_tail(1) = static_cast<T>(rows);
-  Kokkos::deep_copy(exec, tail, host_tail);
+  Kokkos::deep_copy(exec, s.stats, Acc(0));
+  const double loss_sum = local_sums(s, model, comm, spec.accumulation, timers);
+  const std::array<Acc, 2> tail{static_cast<Acc>(loss_sum), static_cast<Acc>(s.shard.rows_per_batch())};
+  Kokkos::deep_copy(exec, Kokkos::subview(s.stats, s.n_params), tail[0]);
+  Kokkos::deep_copy(exec, Kokkos::subview(s.stats, s.n_params + 1), tail[1]);
+  if (s.step + 1 == spec.inject_step && rank == spec.inject_rank) {
+    Kokkos::deep_copy(exec, Kokkos::subview(s.stats, 0), std::numeric_limits<Acc>::infinity());
+  }
+  HistoryEntry entry{s.step + 1, 0.0, scaler.scale(), false};
+  bool apply = true;
   {
     ScopedPhase phase(timers, Phase::comm, "pmean_data", exec);
-    comm.average(s.stats);
+    entry.loss = comm.mean_gradient(exec, s.stats, spec.batch, scaler.scale(), s.grad).loss;
+    if (scaler.dynamic()) apply = scaler.update(comm.all_finite(comm.locally_finite(exec)));
   }
-  Kokkos::deep_copy(exec, host_tail, tail);
-  exec.fence();
-  const T count = host_tail(1);
-  const double loss = static_cast<double>(host_tail(0)) / static_cast<double>(count);
-  {
+  entry.skipped = !apply;
+  if (apply) {
     ScopedPhase phase(timers, Phase::optimizer, "optimizer", exec);
-    const auto g = s.grads();
-    Kokkos::parallel_for(
-        "kpmap::train::normalise", Kokkos::RangePolicy<execution_space>(exec, 0, s.n_params),
-        KOKKOS_LAMBDA(long long i) { g(i) /= count; });
-    s.optimizer->apply(exec, s.step, s.params, View1<const T>(g));
+    s.optimizer->apply(exec, s.step, s.master, View1<const M>(s.grad));
+    if constexpr (!std::is_same_v<S, M>) {
+      const auto master = s.master;
+      const auto params = s.params;
+      Kokkos::parallel_for(
+          "kpmap::train::cast_params", Kokkos::RangePolicy<execution_space>(exec, 0, s.n_params),
+          KOKKOS_LAMBDA(long long i) { params(i) = static_cast<S>(master(i)); });
+    }
   }
   ++s.step;
-  return loss;
+  return entry;
 }
 
 // The learned [w, b] over all features on every rank, and its distance to [w*, b*].
-template <class T, class Layout>
-void finish(const RunState<T, Layout>& s, const Mesh& mesh, const StepComm<T>& comm,
-            const SyntheticProblem& problem, TrainResult& r) {
-  auto local = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.params);
+template <class S, class M, class Layout, class Comm>
+void finish(const RunState<S, M, Layout>& s, const Mesh& mesh, const Comm& comm, const SyntheticProblem& problem,
+            TrainResult& r) {
+  auto local = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.master);
   HostVector full("kpmap::train::weights", problem.features + 1);  // zero outside my columns
   const Range cols = s.shard.columns;
   for (long long j = 0; j < s.features_local; ++j) full(cols.begin + j) = static_cast<double>(local(j));
@@ -145,45 +193,67 @@ void finish(const RunState<T, Layout>& s, const Mesh& mesh, const StepComm<T>& c
   r.weights_rel_error = std::sqrt(diff / norm);
 }
 
-template <class T, class Layout>
+template <class S, class M, class Layout>
 TrainResult run(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
+  using Acc = accumulation_t<S>;
   TrainResult r;
-  StepComm<T> comm(mesh);
-  RunState<T, Layout> s = make_state<T, Layout>(spec, comm);
-  LinearModel<T> model(spec.kernel);
+  LossScaler scaler(spec.loss_scale);
+  StepComm<Acc> comm(mesh, spec.comm, scaler.enabled());
+  RunState<S, M, Layout> s = make_state<S, M, Layout>(spec, comm);
+  if (comm.casts()) comm.start_loss_exponent(first_loss_estimate(s));
+  LinearModel<S, Acc> model(spec.kernel);
   const double start = MPI_Wtime();
   std::size_t bytes = 0;
   while (s.step < spec.steps) {
-    const double loss = step(s, model, comm, spec.accumulation, r.timers);
+    const HistoryEntry entry = step(s, model, comm, scaler, spec, mesh.rank(), r.timers);
     bytes += comm.take_bytes();
-    r.history.push_back({s.step, loss});
-    if (on_step) on_step(s.step, loss);
+    r.history.push_back(entry);
+    if (on_step) on_step(entry.step, entry.loss);
   }
   r.timers.add(Phase::total, MPI_Wtime() - start);
   r.final_loss = r.history.back().loss;
   r.comm_bytes_per_step = bytes / static_cast<std::size_t>(spec.steps);
-  r.param_bytes = s.params.span() * sizeof(T);
-  r.gradient_bytes = static_cast<std::size_t>(s.n_params) * sizeof(T);
+  r.param_bytes = s.param_bytes();
+  r.gradient_bytes = s.gradient_bytes() + comm.wire_bytes(s.n_params + 2);
   r.optimizer_bytes = s.optimizer->state_bytes();
   r.data_bytes = s.shard.bytes();
   finish(s, mesh, comm, spec.problem, r);
   return r;
 }
 
-template <class T>
+template <class S, class M>
 TrainResult run_with_kernel(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
   if (spec.kernel == GradientKernel::fused) {
-    return run<T, preferred_layout_t<GradientKernel::fused>>(spec, mesh, on_step);
+    return run<S, M, preferred_layout_t<GradientKernel::fused>>(spec, mesh, on_step);
   }
-  return run<T, preferred_layout_t<GradientKernel::kokkos_kernels>>(spec, mesh, on_step);
+  if constexpr (is_half<S>::value) {
+    throw InputError("train.kernel: kokkos_kernels with precision.compute " + to_string(dtype_v<S>) +
+                     " is not available in this build yet (allowed: fused)");
+  } else {
+    return run<S, M, preferred_layout_t<GradientKernel::kokkos_kernels>>(spec, mesh, on_step);
+  }
+}
+
+template <class S>
+TrainResult run_with_params(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
+  if (spec.params == Dtype::fp64) return run_with_kernel<S, double>(spec, mesh, on_step);
+  if constexpr (!std::is_same_v<S, double>) {
+    if (spec.params == Dtype::fp32) return run_with_kernel<S, float>(spec, mesh, on_step);
+  }
+  throw InputError("precision.params: " + to_string(spec.params) + " is narrower than precision.compute " +
+                   to_string(dtype_v<S>) + " (allowed: fp64" + (std::is_same_v<S, double> ? "" : " | fp32") + ")");
 }
 
 }  // namespace
 
 TrainResult train(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
-  if (spec.compute == Dtype::fp64) return run_with_kernel<double>(spec, mesh, on_step);
-  if (spec.compute == Dtype::fp32) return run_with_kernel<float>(spec, mesh, on_step);
-  throw InputError("precision.compute: only fp64 and fp32 are available for training yet");
+  switch (spec.compute) {
+    case Dtype::fp64: return run_with_params<double>(spec, mesh, on_step);
+    case Dtype::fp32: return run_with_params<float>(spec, mesh, on_step);
+    case Dtype::bf16: return run_with_params<bf16>(spec, mesh, on_step);
+    case Dtype::fp16: return run_with_params<fp16>(spec, mesh, on_step);
+  }
+  throw InputError("precision.compute: unknown type");
 }
 
 }  // namespace kpmap

@@ -13,13 +13,16 @@
 #include "kpmap/mesh/mesh.hpp"
 #include "kpmap/model/linear_model.hpp"
 #include "kpmap/optim/optimizer.hpp"
+#include "kpmap/train/loss_scale.hpp"
 #include "kpmap/train/timers.hpp"
 
 namespace kpmap {
 
 struct HistoryEntry {
-  long long step;  // 1-based
-  double loss;     // mean squared error of the step's global batch, before its update
+  long long step;        // 1-based
+  double loss;           // mean squared error of the step's global batch, before its update
+  double scale = 1.0;    // the loss scale the step used
+  bool skipped = false;  // a dynamic loss scaler skipped the update (non-finite gradient)
 };
 
 struct TrainResult {
@@ -41,13 +44,22 @@ struct TrainSpec {
   long long accumulation = 1;  // micro-batches per step
   GradientKernel kernel = GradientKernel::fused;
   OptimizerSpec optimizer;
-  Dtype compute = Dtype::fp32;  // storage and compute type of X, y, parameters and gradients
+  Dtype compute = Dtype::fp32;  // X, y and the weights the kernels read (sums in >= fp32)
+  Dtype params = Dtype::fp32;   // master weights and optimizer state: fp64 | fp32, >= compute
+  Dtype comm = Dtype::fp32;     // the gradient on the wire (train/step_comm.hpp)
+  LossScaleSpec loss_scale;
+  // Test only: mesh rank `inject_rank` puts +Inf into its gradient at step `inject_step`
+  // (1-based; 0: never), to exercise the dynamic loss scaler's skip.
+  long long inject_step = 0;
+  int inject_rank = 0;
 };
 
 // Called on every rank after every step, with the 1-based step and its loss.
 using StepCallback = std::function<void(long long step, double loss)>;
 
 // Collective over the mesh, whose axes are named from {data, model} (a missing axis has size 1).
+// Throws InputError for a combination of types it does not support (params narrower than
+// compute, 16-bit params).
 TrainResult train(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step = {});
 
 }  // namespace kpmap
