@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "train_common.hpp"
 
 namespace {
 
 using kpmap::Dtype;
+using kpmap::GradientKernel;
 using kpmap::LossScaleSpec;
 using kpmap::Mesh;
 using kpmap::TrainResult;
@@ -54,9 +56,13 @@ TEST(MixedPrecision, SixteenBitComputeReachesTheFp32Answer) {
   const Mesh mesh = data_mesh();
   const TrainSpec base = quickstart_noisy();
   const auto fp32 = kpmap::train(with_types(base, Dtype::fp32, Dtype::fp32, Dtype::fp32), mesh);
-  for (Dtype half : {Dtype::bf16, Dtype::fp16}) {
-    const auto r = kpmap::train(with_types(base, half, Dtype::fp32, half), mesh);
-    const std::string what = kpmap::to_string(half);
+  for (auto [half, kernel] : {std::make_pair(Dtype::bf16, GradientKernel::fused),
+                               std::make_pair(Dtype::fp16, GradientKernel::fused),
+                               std::make_pair(Dtype::bf16, GradientKernel::kokkos_kernels)}) {
+    TrainSpec spec = with_types(base, half, Dtype::fp32, half);
+    spec.kernel = kernel;
+    const auto r = kpmap::train(spec, mesh);
+    const std::string what = kpmap::to_string(half) + ", " + kpmap::to_string(kernel);
     EXPECT_NEAR(r.final_loss, fp32.final_loss, 1e-2 * fp32.final_loss) << what;
     EXPECT_LE(r.weights_rel_error, 2 * fp32.weights_rel_error) << what;
     // Half the bytes of data: the shard is stored in 16 bits.

@@ -1,5 +1,6 @@
 // Bytes of X read per second by each gradient path (fused, kokkos_kernels) next to a STREAM-like
-// read of the same X, fp32 and fp64, on a problem several times the last-level cache.
+// read of the same X, for fp64, fp32 and 16-bit storage (bf16, fp16: LinearModel<S, float>), on a
+// problem several times the last-level cache.
 //
 //   OMP_NUM_THREADS=2 OMP_PROC_BIND=spread OMP_PLACES=threads build/default/tests/perf/bench_gradient
 //   [--x_mib=1024] [--features=256] [benchmark flags]
@@ -16,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "kpmap/core/half.hpp"
 #include "kpmap/data/shard.hpp"
 #include "kpmap/model/linear_model.hpp"
 
@@ -44,28 +46,47 @@ const kpmap::Shard<T, Layout>& shard() {
 
 std::map<std::string, double> stream_gbps;  // by "type/layout"
 
-// A read-only reduction over every element: each work item sums a chunk into `lanes` register
+// The word the stream read adds: the element itself for fp64 and fp32; for 16-bit types a
+// 32-bit word holding two elements, loaded with memcpy (a plain load, well-defined for any
+// object), so the read does the same work per byte as fp32's and no conversion.
+template <class T, class = void>
+struct StreamWord {
+  using type = T;
+  KOKKOS_INLINE_FUNCTION static T load(const T* p, long long i) { return p[i]; }
+};
+template <class H>
+struct StreamWord<H, std::enable_if_t<kpmap::is_half<H>::value>> {
+  using type = std::uint32_t;
+  KOKKOS_INLINE_FUNCTION static std::uint32_t load(const H* p, long long i) {
+    std::uint32_t word;
+    std::memcpy(&word, p + 2 * i, sizeof word);
+    return word;
+  }
+};
+
+// A read-only reduction over every word: each work item sums a chunk into `lanes` register
 // accumulators (independent adds the compiler vectorises), so the loop is limited by memory, not
 // by the latency of one dependent add. An array reducer carries the lanes across threads.
 template <class T>
 struct StreamSum {
-  static constexpr int lanes = 64 / sizeof(T);
-  static constexpr long long chunk = 4096;  // elements per work item, a multiple of lanes
-  using value_type = T[];
+  using Word = typename StreamWord<T>::type;
+  static constexpr int lanes = 64 / sizeof(Word);
+  static constexpr long long chunk = 4096;  // words per work item, a multiple of lanes
+  using value_type = Word[];
   using size_type = std::size_t;
   size_type value_count = lanes;
-  Kokkos::View<const T*, kpmap::device_type, Kokkos::MemoryTraits<Kokkos::Unmanaged>> x;
+  const T* x = nullptr;
+  long long words = 0;
 
   KOKKOS_INLINE_FUNCTION void operator()(long long c, value_type sum) const {
-    const long long n = static_cast<long long>(x.extent(0));
-    const long long end = (c + 1) * chunk < n ? (c + 1) * chunk : n;
-    const T* KOKKOS_RESTRICT p = x.data();
-    T part[lanes] = {};
+    const long long end = (c + 1) * chunk < words ? (c + 1) * chunk : words;
+    const T* KOKKOS_RESTRICT p = x;
+    Word part[lanes] = {};
     long long i = c * chunk;
     for (; i + lanes <= end; i += lanes) {
-      for (int k = 0; k < lanes; ++k) part[k] += p[i + k];
+      for (int k = 0; k < lanes; ++k) part[k] += StreamWord<T>::load(p, i + k);
     }
-    for (int k = 0; i + k < end; ++k) part[k] += p[i + k];
+    for (int k = 0; i + k < end; ++k) part[k] += StreamWord<T>::load(p, i + k);
     for (int k = 0; k < lanes; ++k) sum[k] += part[k];
   }
   KOKKOS_INLINE_FUNCTION void init(value_type sum) const {
@@ -75,7 +96,7 @@ struct StreamSum {
     for (int k = 0; k < lanes; ++k) dst[k] += src[k];
   }
 #if KOKKOS_VERSION < 40000
-  KOKKOS_INLINE_FUNCTION void join(volatile T* dst, const volatile T* src) const {
+  KOKKOS_INLINE_FUNCTION void join(volatile Word* dst, const volatile Word* src) const {
     for (int k = 0; k < lanes; ++k) dst[k] += src[k];
   }
 #endif
@@ -83,8 +104,13 @@ struct StreamSum {
 
 template <class T>
 std::string type_name() {
+  if constexpr (std::is_same_v<T, kpmap::bf16>) return "bf16";
+  if constexpr (std::is_same_v<T, kpmap::fp16>) return "fp16";
   return sizeof(T) == 8 ? "fp64" : "fp32";
 }
+// The trainer's pairing: 16-bit storage accumulates in float, the others in their own type.
+template <class T>
+using acc_t = std::conditional_t<kpmap::is_half<T>::value, float, T>;
 template <class Layout>
 std::string layout_name() {
   return std::is_same_v<Layout, Kokkos::LayoutRight> ? "LayoutRight" : "LayoutLeft";
@@ -103,12 +129,13 @@ double set_counters(benchmark::State& state, double bytes, double seconds, const
 template <class T, class Layout>
 void stream_read(benchmark::State& state) {
   const auto& s = shard<T, Layout>();
+  using Word = typename StreamSum<T>::Word;
   StreamSum<T> f;
-  f.x = decltype(f.x)(s.X.data(), s.X.span());
-  const long long n = static_cast<long long>(s.X.span());
-  const long long chunks = (n + StreamSum<T>::chunk - 1) / StreamSum<T>::chunk;
-  T sums[StreamSum<T>::lanes];
-  const Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> result(sums, StreamSum<T>::lanes);
+  f.x = s.X.data();
+  f.words = static_cast<long long>(s.X.span() * sizeof(T) / sizeof(Word));
+  const long long chunks = (f.words + StreamSum<T>::chunk - 1) / StreamSum<T>::chunk;
+  Word sums[StreamSum<T>::lanes];
+  const Kokkos::View<Word*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> result(sums, StreamSum<T>::lanes);
   double seconds = 0;
   for (auto _ : state) {
     Kokkos::Timer timer;
@@ -119,19 +146,22 @@ void stream_read(benchmark::State& state) {
     benchmark::DoNotOptimize(sums);
   }
   const std::string key = type_name<T>() + "/" + layout_name<Layout>();
-  stream_gbps[key] = set_counters(state, static_cast<double>(n) * sizeof(T), seconds);
+  stream_gbps[key] = set_counters(state, static_cast<double>(f.words) * sizeof(Word), seconds);
 }
 
 template <class T, class Layout, kpmap::GradientKernel K>
 void gradient(benchmark::State& state) {
   const auto& s = shard<T, Layout>();
   kpmap::execution_space exec;
-  kpmap::LinearModel<T> model(K);
-  kpmap::View1<T> params("params", features + 1), grads("grads", features + 1);
+  kpmap::LinearModel<T, acc_t<T>> model(K);
+  kpmap::View1<T> params("params", features + 1);
+  kpmap::View1<acc_t<T>> grads("grads", features + 1);
   Kokkos::deep_copy(params, T(0.01));
   const auto [w, b] = kpmap::split_params(params, features);
   const auto [gw, gb] = kpmap::split_params(grads, features);
-  double loss = 0, seconds = 0;
+  // One untimed call first: it allocates the model's workspace (for 16-bit storage on the
+  // kokkos_kernels path, a float copy of X), which the train loop does once per run.
+  double loss = model.fused(exec, s.X, s.y, w, b, gw, gb), seconds = 0;
   for (auto _ : state) {
     Kokkos::Timer timer;
     loss = model.fused(exec, s.X, s.y, w, b, gw, gb);  // returns after its kernels completed
@@ -185,6 +215,9 @@ int main(int argc, char** argv) {
   register_layout<double, Kokkos::LayoutLeft>(false, true);
   register_layout<float, Kokkos::LayoutRight>(true, true);
   register_layout<float, Kokkos::LayoutLeft>(false, true);
+  register_layout<kpmap::bf16, Kokkos::LayoutRight>(true, false);
+  register_layout<kpmap::bf16, Kokkos::LayoutLeft>(false, true);
+  register_layout<kpmap::fp16, Kokkos::LayoutRight>(true, false);
   benchmark::AddCustomContext("kokkos_threads", std::to_string(kpmap::execution_space().concurrency()));
   benchmark::AddCustomContext("x_mib", std::to_string(x_mib));
   benchmark::RunSpecifiedBenchmarks();

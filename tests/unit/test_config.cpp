@@ -289,14 +289,6 @@ TEST(ConfigTrain, PrecisionCombinations) {
             R"("scaler":{"init":65536.0,"growth_interval":50,"growth_factor":2.0,"backoff_factor":0.5}})");
 }
 
-TEST(ConfigTrain, KokkosKernelsPathNeedsFp32OrFp64Storage) {
-  const auto msg = load_error(head + "train: {kernel: kokkos_kernels}\nprecision: {compute: bf16}\n");
-  EXPECT_NE(msg.find("deck.yaml:4:17: train.kernel: kokkos_kernels with precision.compute bf16 is not available in "
-                     "this build yet (allowed: fused)"),
-            std::string::npos)
-      << msg;
-}
-
 TEST(ConfigTrain, WeightScaleIsPositive) {
   EXPECT_EQ(load(head + "precision: {compute: fp32}\n").problem.weight_scale, 1.0);
   const auto msg = load_error("mode: train\nmesh: {axes: {data: -1}}\n"

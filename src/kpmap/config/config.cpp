@@ -93,13 +93,6 @@ void check_model_axis(const Config& c, const Section& axes) {
   }
 }
 
-// Kokkos Kernels has no gemv for kpmap's 16-bit types; the widening path is not built yet.
-void check_kernel_precision(const Config& c, const Section& train) {
-  if (c.train.kernel != "kokkos_kernels" || size_of(c.precision.compute) != 2) return;
-  train.fail("kernel", "kokkos_kernels with precision.compute " + to_string(c.precision.compute) +
-                           " is not available in this build yet (allowed: fused)");
-}
-
 // Which optional sections were read (and so belong in the resolved deck).
 struct SectionsRead {
   bool problem, train, precision, comm, collectives, bench;
@@ -157,7 +150,6 @@ Config load_config(const std::string& deck_path, const std::vector<std::string>&
 
   if (read.problem && read.train) check_batch(c, train);
   if (train_mode) check_model_axis(c, axes);
-  if (read.train && read.precision) check_kernel_precision(c, train);
   c.resolved = resolve(c, read);
   return c;
 }

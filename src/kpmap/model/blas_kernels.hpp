@@ -4,6 +4,14 @@
 // specialisation needs LayoutRight vectors, which its own layout unification never produces), so
 // this path wants LayoutLeft shards; see docs/performance.md for the figures.
 //
+// 16-bit storage (kpmap::bf16, fp16): Kokkos Kernels has no gemv for kpmap's own types (and 3.4
+// has no bhalf_t), so the model first widens the micro-batch's X, and w, into Acc workspaces
+// (widen_matrix, widen_vector) and runs the Acc path on the copies. The copy is LayoutLeft
+// whatever X's layout, so its gemv reaches the BLAS library. Its cost: one extra pass over X
+// that reads 2 bytes and writes 4 bytes per element, before the two gemv passes read the 4-byte
+// copy; so this path moves more bytes per step than with fp32 storage. The fused path reads the
+// 16-bit X directly.
+//
 // Kokkos Kernels 3.4 takes no execution space instance: these calls run on the default instance,
 // so the caller's instance is fenced first and Kokkos::fence() ends each call.
 #pragma once
@@ -22,11 +30,15 @@
 
 namespace kpmap::model_detail {
 
-template <class BView>
-typename BView::non_const_value_type bias_on_host(const BView& b) {
+using blas_policy = Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>;
+
+// b(0) as C, or 0 for an empty bias.
+template <class C, class BView>
+C bias_on_host(const BView& b) {
   typename BView::non_const_value_type value{};
-  if (b.extent(0) > 0) Kokkos::deep_copy(value, Kokkos::subview(b, 0));
-  return value;
+  if (b.extent(0) == 0) return C(0);
+  Kokkos::deep_copy(value, Kokkos::subview(b, 0));
+  return static_cast<C>(value);
 }
 
 // dst(i) (op)= Acc(src(i)) for the mixed-precision case (Acc != T), where BLAS cannot write Acc.
@@ -34,15 +46,57 @@ template <class Dst, class Src>
 void convert_into(const Dst& dst, const Src& src, bool accumulate) {
   using D = typename Dst::non_const_value_type;
   Kokkos::parallel_for(
-      "kpmap::model::convert", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(
-                                   0, static_cast<long long>(dst.extent(0))),
+      "kpmap::model::convert", blas_policy(0, static_cast<long long>(dst.extent(0))),
       KOKKOS_LAMBDA(long long i) { dst(i) = (accumulate ? dst(i) : D(0)) + static_cast<D>(src(i)); });
 }
 
-// z = X w (+ b).
+// An Acc copy of X (16-bit storage) for the BLAS library, over `storage` (>= n * F elements).
+template <class Acc>
+using WideMatrix = Kokkos::View<Acc**, Kokkos::LayoutLeft, device_type, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+template <class Acc, class XView>
+WideMatrix<Acc> widen_matrix(const XView& X, const View1<Acc>& storage) {
+  const long long n = static_cast<long long>(X.extent(0)), F = static_cast<long long>(X.extent(1));
+  const WideMatrix<Acc> wide(storage.data(), n, F);
+  if constexpr (std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>) {
+    // 16 rows per work item: the rows are read in order, and the 16 elements of one column
+    // written together fill one 64-byte line of the column-major copy.
+    constexpr long long rows = 16;
+    Kokkos::parallel_for(
+        "kpmap::model::widen_x", blas_policy(0, (n + rows - 1) / rows), KOKKOS_LAMBDA(long long item) {
+          const long long i0 = item * rows, i1 = i0 + rows < n ? i0 + rows : n;
+          for (long long j = 0; j < F; ++j) {
+            for (long long i = i0; i < i1; ++i) wide(i, j) = static_cast<Acc>(X(i, j));
+          }
+        });
+  } else {
+    // Column chunks: contiguous on both sides for LayoutLeft, and parallel even when F is small.
+    constexpr long long chunk = 4096;
+    const long long chunks = (n + chunk - 1) / chunk;
+    Kokkos::parallel_for(
+        "kpmap::model::widen_x", blas_policy(0, chunks * F), KOKKOS_LAMBDA(long long item) {
+          const long long j = item / chunks, i0 = (item % chunks) * chunk;
+          const long long i1 = i0 + chunk < n ? i0 + chunk : n;
+          for (long long i = i0; i < i1; ++i) wide(i, j) = static_cast<Acc>(X(i, j));
+        });
+  }
+  return wide;
+}
+
+// The first v.extent(0) elements of `storage`, set to Acc(v(i)).
+template <class Acc, class VView>
+View1<Acc> widen_vector(const VView& v, const View1<Acc>& storage) {
+  const auto wide = Kokkos::subview(storage, Kokkos::make_pair(std::size_t(0), v.extent(0)));
+  Kokkos::parallel_for(
+      "kpmap::model::widen_w", blas_policy(0, static_cast<long long>(v.extent(0))),
+      KOKKOS_LAMBDA(long long i) { wide(i) = static_cast<Acc>(v(i)); });
+  return wide;
+}
+
+// z = X w (+ b); T is the type BLAS computes in, Acc the type of z.
 template <class T, class Acc, class XView, class WView, class BView, class ZView>
 void blas_forward(const XView& X, const WView& w, const BView& b, const ZView& z, const View1<T>& work) {
-  const T bias = bias_on_host(b);
+  const T bias = bias_on_host<T>(b);
   if constexpr (std::is_same_v<T, Acc>) {
     KokkosBlas::fill(z, bias);
     KokkosBlas::gemv("N", T(1), X, w, T(1), z);
@@ -53,24 +107,31 @@ void blas_forward(const XView& X, const WView& w, const BView& b, const ZView& z
   }
 }
 
-// r = X w + b - y.
+// r = X w + b - y (y in T, or in 16 bits when T is the widened type).
 template <class T, class XView, class WView, class BView, class YView>
 void blas_residual(const XView& X, const WView& w, const BView& b, const YView& y, const View1<T>& r) {
-  KokkosBlas::fill(r, bias_on_host(b));
-  KokkosBlas::axpy(T(-1), y, r);
+  const T bias = bias_on_host<T>(b);
+  if constexpr (std::is_same_v<typename YView::non_const_value_type, T>) {
+    KokkosBlas::fill(r, bias);
+    KokkosBlas::axpy(T(-1), y, r);
+  } else {
+    Kokkos::parallel_for(
+        "kpmap::model::bias_minus_y", blas_policy(0, static_cast<long long>(r.extent(0))),
+        KOKKOS_LAMBDA(long long i) { r(i) = bias - static_cast<T>(y(i)); });
+  }
   KokkosBlas::gemv("N", T(1), X, w, T(1), r);
 }
 
-// r = z - y (z is Acc, r is the storage type BLAS works in).
-template <class T, class Acc, class ZView, class YView>
+// r = z - y, in the type BLAS works in (z is Acc; y is T, or 16-bit when T is the widened type).
+template <class T, class ZView, class YView>
 void blas_residual_from_z(const ZView& z, const YView& y, const View1<T>& r) {
-  if constexpr (std::is_same_v<T, Acc>) {
+  using Z = typename ZView::non_const_value_type;
+  if constexpr (std::is_same_v<Z, T> && std::is_same_v<typename YView::non_const_value_type, T>) {
     KokkosBlas::update(T(1), z, T(-1), y, T(0), r);
   } else {
     Kokkos::parallel_for(
-        "kpmap::model::residual_from_z",
-        Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(0, static_cast<long long>(r.extent(0))),
-        KOKKOS_LAMBDA(long long i) { r(i) = static_cast<T>(z(i) - static_cast<Acc>(y(i))); });
+        "kpmap::model::residual_from_z", blas_policy(0, static_cast<long long>(r.extent(0))),
+        KOKKOS_LAMBDA(long long i) { r(i) = static_cast<T>(z(i) - static_cast<Z>(y(i))); });
   }
 }
 

@@ -15,6 +15,11 @@
 // next 8 rows so that memory keeps streaming during the arithmetic. Rows of LayoutRight views
 // take this pointer path; any other layout falls back to View indexing, one row at a time
 // (correct, not tuned). Measured bandwidth and the variants tried: docs/performance.md.
+//
+// 16-bit storage (T = bf16 or fp16, Acc = float): every element is converted to float where it
+// is used and nothing is rounded to 16 bits. bf16 rows of LayoutRight views take their own loops
+// (bf16_kernels.hpp: 32-bit words, gradient sums in pair order); fp16 takes the generic loops,
+// correct but slow, because its conversion branches on subnormals, Inf and NaN.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -22,7 +27,10 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
+#include "kpmap/model/bf16_kernels.hpp"
+#include "kpmap/model/prefetch.hpp"
 
 namespace kpmap::model_detail {
 
@@ -80,16 +88,6 @@ KOKKOS_INLINE_FUNCTION void row_axpy(Acc* KOKKOS_RESTRICT g, Acc a, const T* KOK
   for (long long j = 0; j < n; ++j) g[j] += a * static_cast<Acc>(x[j]);
 }
 
-// A hint that the cache line holding p will be read soon; never faults, compiled away where the
-// compiler has no such builtin and in device passes (where the caches differ).
-KOKKOS_INLINE_FUNCTION void prefetch_hint(const void* p) {
-#if defined(__GNUC__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
-  __builtin_prefetch(p);
-#else
-  (void)p;
-#endif
-}
-
 // g[j] += sum_q a[q] * x[q * stride + j]: one load and store of g per `rows` rows. While the
 // rows, already in L1, are added, the same lines of the next `rows` rows (at `next`) are
 // requested, so memory keeps streaming during the arithmetic (measured: docs/performance.md).
@@ -112,6 +110,12 @@ KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, con
 
 template <class XView>
 inline constexpr bool rows_contiguous_v = std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>;
+
+// Whether the kernel reads bf16 rows as words and keeps the gradient sums in pair order
+// (bf16_kernels.hpp): contiguous bf16 rows summed in float.
+template <class Acc, class XView>
+inline constexpr bool pair_order_v = rows_contiguous_v<XView> && std::is_same_v<Acc, float> &&
+                                     std::is_same_v<typename XView::non_const_value_type, bf16>;
 
 template <class Acc, class XView, class WView>
 KOKKOS_INLINE_FUNCTION Acc dot_row(const XView& X, long long i, const WView& w) {
@@ -155,11 +159,16 @@ struct GradientReduce {
 
   // Rows per work item: the blocked kernels need rows contiguous in memory.
   static constexpr int block = 8;
+  static_assert(!(pair_order_v<Acc, XView> && std::is_same_v<Tag, Fused>) ||
+                    std::is_same_v<typename WView::non_const_value_type, bf16>,
+                "bf16 rows are read with bf16 weights (the parameters are stored in the type of X)");
 
   KOKKOS_INLINE_FUNCTION void operator()(long long item, value_type acc) const {
     const long long n = static_cast<long long>(X.extent(0));
     const long long i0 = item * block;
-    if constexpr (rows_contiguous_v<XView>) {
+    if constexpr (pair_order_v<Acc, XView>) {
+      if (i0 + block <= n) return pair_block(i0, acc);
+    } else if constexpr (rows_contiguous_v<XView>) {
       if (i0 + block <= n) return rows_block(i0, acc);
     }
     for (long long i = i0; i < i0 + block && i < n; ++i) one_row(i, acc);
@@ -176,8 +185,18 @@ struct GradientReduce {
   KOKKOS_INLINE_FUNCTION void one_row(long long i, value_type acc) const {
     const long long F = static_cast<long long>(X.extent(1));
     Acc r = residual_offset(i);
-    if constexpr (std::is_same_v<Tag, Fused>) r += dot_row<Acc>(X, i, w);
-    axpy_row(acc, r, X, i);
+    if constexpr (pair_order_v<Acc, XView>) {  // the gradient sums are in pair order
+      const auto* x = X.data() + i * static_cast<long long>(X.stride(0));
+      if constexpr (std::is_same_v<Tag, Fused>) {
+        Acc d;
+        pair_dot<1>(x, 0, w.data(), F, &d, x, 0);
+        r += d;
+      }
+      pair_axpy<1>(acc, &r, x, 0, F, x, 1);
+    } else {
+      if constexpr (std::is_same_v<Tag, Fused>) r += dot_row<Acc>(X, i, w);
+      axpy_row(acc, r, X, i);
+    }
     acc[F] += r;
     acc[F + 1] += r * r;
   }
@@ -201,6 +220,33 @@ struct GradientReduce {
     // The next work item's rows, usually this thread's next block; x itself at the end of X.
     const auto* next = i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
     block_axpy<block>(acc, r, x, stride, F, next);
+    add_residuals(r, acc);
+  }
+
+  // bf16 rows (bf16_kernels.hpp). With a dot product, it requests the first half of the next
+  // block's rows and the axpy the second half, so memory streams during both phases: bf16 has
+  // twice fp32's arithmetic per byte, and requesting every row in the axpy, as rows_block does,
+  // left memory idle for longer (measured: docs/performance.md).
+  KOKKOS_INLINE_FUNCTION void pair_block(long long i0, value_type acc) const {
+    const long long F = static_cast<long long>(X.extent(1));
+    const long long stride = static_cast<long long>(X.stride(0));
+    const auto* x = X.data() + i0 * stride;
+    const auto* next = i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
+    Acc r[block];
+    int axpy_prefetch_from = 0;
+    if constexpr (std::is_same_v<Tag, Fused>) {
+      pair_dot<block>(x, stride, w.data(), F, r, next, block / 2);
+      axpy_prefetch_from = block / 2;
+    } else {
+      for (int q = 0; q < block; ++q) r[q] = 0;
+    }
+    for (int q = 0; q < block; ++q) r[q] += residual_offset(i0 + q);
+    pair_axpy<block>(acc, r, x, stride, F, next, axpy_prefetch_from);
+    add_residuals(r, acc);
+  }
+
+  KOKKOS_INLINE_FUNCTION void add_residuals(const Acc* r, value_type acc) const {
+    const long long F = static_cast<long long>(X.extent(1));
     for (int q = 0; q < block; ++q) {
       acc[F] += r[q];
       acc[F + 1] += r[q] * r[q];
@@ -221,15 +267,16 @@ struct GradientReduce {
 };
 
 // grad_w += 2 * sums[0, F), grad_b += 2 * sums[F] (when grad_b has a slot); returns sums[F+1].
+// pair_order: the reduction kept the gradient sums in pair order (pair_order_v).
 template <class Acc, class GWView, class GBView>
 double add_gradient(const execution_space& exec, const View1<Acc>& sums, const GWView& grad_w,
-                    const GBView& grad_b) {
+                    const GBView& grad_b, bool pair_order) {
   const long long F = static_cast<long long>(grad_w.extent(0));
   const bool has_b = grad_b.extent(0) > 0;
   Kokkos::parallel_for(
       "kpmap::model::add_gradient", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, F + 1),
       KOKKOS_LAMBDA(long long j) {
-        if (j < F) grad_w(j) += Acc(2) * sums(j);
+        if (j < F) grad_w(j) += Acc(2) * sums(pair_order ? pair_slot(j, F) : j);
         else if (has_b) grad_b(0) += Acc(2) * sums(F);
       });
   Acc loss = 0;

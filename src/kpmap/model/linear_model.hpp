@@ -28,6 +28,12 @@
 // gradient are accumulated in (Acc = T by default; the gradient Views are View1<Acc>). Every
 // call runs its kernels on `exec` and returns after they have completed (the loss sum is read
 // back to the host).
+//
+// Mixed precision: LinearModel<bf16, float> and LinearModel<fp16, float> read X, y, w and b in
+// 16 bits (half the bytes of fp32) and compute every product, residual and sum in float, rounding
+// nothing to 16 bits: z, the gradients and the loss come out in float. The fused path reads the
+// 16-bit X directly; the kokkos_kernels path first writes a float copy of the micro-batch's X
+// into a workspace (an extra pass over X, see model/blas_kernels.hpp and docs/performance.md).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -65,6 +71,12 @@ auto split_params(const V& flat, long long features_local) {
 
 template <class T, class Acc = T>
 class LinearModel {
+  static_assert(!is_half<Acc>::value, "accumulate in float or double: a 16-bit sum would round at every add");
+  // The BLAS path's element type: Acc when it widens 16-bit storage (Kokkos Kernels has no gemv
+  // for kpmap's 16-bit types), T otherwise.
+  static constexpr bool widens = is_half<T>::value;
+  using C = std::conditional_t<widens, Acc, T>;
+
  public:
   using value_type = T;
   using accumulation_type = Acc;
@@ -80,11 +92,9 @@ class LinearModel {
     if (kernel_ == GradientKernel::fused) {
       model_detail::rows_times_w<Acc>(exec, X, w, b, z);
       exec.fence();
-    } else if constexpr (is_half<T>::value) {
-      throw RuntimeError("kpmap::LinearModel: kokkos_kernels needs fp32 or fp64 storage");
     } else {
       exec.fence();
-      model_detail::blas_forward<T, Acc>(X, w, b, z, work(rows_, X.extent(0), "kpmap::model::rows"));
+      model_detail::blas_forward<C, Acc>(blas_x(X), blas_w(w), b, z, work(rows_, X.extent(0), "kpmap::model::rows"));
       Kokkos::fence();
     }
   }
@@ -97,13 +107,12 @@ class LinearModel {
     check(X, grad_w, grad_b, z.extent(0) == X.extent(0) && y.extent(0) == X.extent(0), "z, y");
     if (kernel_ == GradientKernel::fused) {
       model_detail::reduce_rows<model_detail::FromZ, Acc>(exec, X, y, grad_w, grad_b, z, sums(X.extent(1)));
-      return model_detail::add_gradient(exec, sums_, grad_w, grad_b);
+      return model_detail::add_gradient(exec, sums_, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>);
     }
-    if constexpr (is_half<T>::value) throw RuntimeError("kpmap::LinearModel: kokkos_kernels needs fp32 or fp64 storage"); else {
     exec.fence();
-    const View1<T> r = work(rows_, X.extent(0), "kpmap::model::residual");
-    model_detail::blas_residual_from_z<T, Acc>(z, y, r);
-    return model_detail::blas_gradient<T, Acc>(X, r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));}
+    const View1<C> r = work(rows_, X.extent(0), "kpmap::model::residual");
+    model_detail::blas_residual_from_z(z, y, r);
+    return model_detail::blas_gradient<C, Acc>(blas_x(X), r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));
   }
 
   // One rank holds all features: loss sum and gradient sums in one pass over X (fused) or
@@ -115,18 +124,18 @@ class LinearModel {
     check(X, grad_w, grad_b, true, "");
     if (kernel_ == GradientKernel::fused) {
       model_detail::reduce_rows<model_detail::Fused, Acc>(exec, X, y, w, b, y, sums(X.extent(1)));
-      return model_detail::add_gradient(exec, sums_, grad_w, grad_b);
+      return model_detail::add_gradient(exec, sums_, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>);
     }
-    if constexpr (is_half<T>::value) throw RuntimeError("kpmap::LinearModel: kokkos_kernels needs fp32 or fp64 storage"); else {
     exec.fence();
-    const View1<T> r = work(rows_, X.extent(0), "kpmap::model::residual");
-    model_detail::blas_residual<T>(X, w, b, y, r);
-    return model_detail::blas_gradient<T, Acc>(X, r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));}
+    const View1<C> r = work(rows_, X.extent(0), "kpmap::model::residual");
+    const auto Xc = blas_x(X);  // one widening pass serves both gemv calls
+    model_detail::blas_residual(Xc, blas_w(w), b, y, r);
+    return model_detail::blas_gradient<C, Acc>(Xc, r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));
   }
 
   // Bytes of the workspace this model holds (for the report's memory field).
   std::size_t workspace_bytes() const {
-    return sums_.span() * sizeof(Acc) + (rows_.span() + cols_.span()) * sizeof(T);
+    return (sums_.span() + wide_x_.span() + wide_w_.span()) * sizeof(Acc) + (rows_.span() + cols_.span()) * sizeof(C);
   }
 
  private:
@@ -153,14 +162,33 @@ class LinearModel {
     return sums_;
   }
   // The first n elements of a BLAS workspace, grown when too small.
-  View1<T> work(View1<T>& buffer, std::size_t n, const char* label) {
-    if (buffer.extent(0) < n) buffer = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
+  template <class E>
+  static View1<E> work(View1<E>& buffer, std::size_t n, const char* label) {
+    if (buffer.extent(0) < n) buffer = View1<E>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
     return Kokkos::subview(buffer, Kokkos::make_pair(std::size_t(0), n));
+  }
+  // What the BLAS calls read: X and w themselves, or their Acc copies for 16-bit storage.
+  template <class XView>
+  auto blas_x(const XView& X) {
+    if constexpr (widens) {
+      return model_detail::widen_matrix(X, work(wide_x_, X.extent(0) * X.extent(1), "kpmap::model::wide_x"));
+    } else {
+      return X;
+    }
+  }
+  template <class WView>
+  auto blas_w(const WView& w) {
+    if constexpr (widens) {
+      return model_detail::widen_vector(w, work(wide_w_, w.extent(0), "kpmap::model::wide_w"));
+    } else {
+      return w;
+    }
   }
 
   GradientKernel kernel_;
   View1<Acc> sums_;
-  View1<T> rows_, cols_;  // BLAS workspaces: a residual (rows) and a gradient in T (columns)
+  View1<C> rows_, cols_;      // BLAS workspaces: a residual (rows) and a gradient in C (columns)
+  View1<Acc> wide_x_, wide_w_;  // 16-bit storage only: the Acc copies of X and w
 };
 
 }  // namespace kpmap

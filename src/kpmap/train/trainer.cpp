@@ -226,12 +226,7 @@ TrainResult run_with_kernel(const TrainSpec& spec, const Mesh& mesh, const StepC
   if (spec.kernel == GradientKernel::fused) {
     return run<S, M, preferred_layout_t<GradientKernel::fused>>(spec, mesh, on_step);
   }
-  if constexpr (is_half<S>::value) {
-    throw InputError("train.kernel: kokkos_kernels with precision.compute " + to_string(dtype_v<S>) +
-                     " is not available in this build yet (allowed: fused)");
-  } else {
-    return run<S, M, preferred_layout_t<GradientKernel::kokkos_kernels>>(spec, mesh, on_step);
-  }
+  return run<S, M, preferred_layout_t<GradientKernel::kokkos_kernels>>(spec, mesh, on_step);
 }
 
 template <class S>
