@@ -1,0 +1,98 @@
+// Training-step time with 16-bit storage against fp32 storage on a bandwidth-bound problem: one
+// rank, full-batch steps over an X of --x_mib MiB in fp32 (several times the last-level cache),
+// the fused kernel, fp32 master weights. The variants run interleaved, --repetitions times each,
+// so a drift of the host's bandwidth hits them alike; the ratio of the median step times is
+// the figure (docs/performance.md).
+//
+//   OMP_NUM_THREADS=2 OMP_PROC_BIND=spread OMP_PLACES=threads build/default/tests/perf/bench_step
+//   [--x_mib=256] [--steps=10] [--repetitions=5] [--features=64,256]
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kpmap/train/trainer.hpp"
+
+namespace {
+
+struct Options {
+  long long x_mib = 256;
+  long long steps = 10;
+  int repetitions = 5;
+  std::vector<long long> features{64, 256};
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto value = [&](const char* key) { return a.substr(std::strlen(key)); };
+    if (a.rfind("--x_mib=", 0) == 0) o.x_mib = std::atoll(value("--x_mib=").c_str());
+    else if (a.rfind("--steps=", 0) == 0) o.steps = std::atoll(value("--steps=").c_str());
+    else if (a.rfind("--repetitions=", 0) == 0) o.repetitions = std::atoi(value("--repetitions=").c_str());
+    else if (a.rfind("--features=", 0) == 0) {
+      o.features.clear();
+      std::string list = value("--features=");
+      for (std::size_t p = 0; p != std::string::npos;) {
+        const std::size_t q = list.find(',', p);
+        o.features.push_back(std::atoll(list.substr(p, q == std::string::npos ? q : q - p).c_str()));
+        p = q == std::string::npos ? q : q + 1;
+      }
+    } else {
+      std::fprintf(stderr, "bench_step: unknown argument '%s'\n", a.c_str());
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds per step of the timed loop (the report's timing.total over the steps; setup excluded).
+double step_seconds(const kpmap::TrainSpec& spec, const kpmap::Mesh& mesh) {
+  const auto r = kpmap::train(spec, mesh);
+  return r.timers.seconds(kpmap::Phase::total) / static_cast<double>(spec.steps);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    const Options o = parse(argc, argv);
+    const kpmap::Mesh mesh(MPI_COMM_SELF, {{"data", 1}});
+    const std::vector<kpmap::Dtype> types{kpmap::Dtype::fp32, kpmap::Dtype::bf16};
+    std::printf("%9s %10s %12s %12s %12s %10s\n", "features", "rows", "fp32 ms", "bf16 ms", "bf16/fp32",
+                "bf16 GB/s");
+    for (long long F : o.features) {
+      kpmap::TrainSpec spec;
+      const long long rows = o.x_mib * 1024 * 1024 / (4 * F);
+      spec.problem = {rows, F, /*bias*/ true, /*noise*/ 0.1, /*seed*/ 11};
+      spec.batch = rows;  // full batch: every step reads all of X
+      spec.steps = o.steps;
+      spec.optimizer.lr = 0.1;
+      spec.params = spec.comm = kpmap::Dtype::fp32;
+      std::vector<std::vector<double>> seconds(types.size());
+      for (int rep = 0; rep < o.repetitions; ++rep) {
+        for (std::size_t t = 0; t < types.size(); ++t) {
+          spec.compute = types[t];
+          seconds[t].push_back(step_seconds(spec, mesh));
+        }
+      }
+      const double fp32 = median(seconds[0]), bf16 = median(seconds[1]);
+      std::printf("%9lld %10lld %12.3f %12.3f %12.3f %10.2f\n", F, rows, 1e3 * fp32, 1e3 * bf16, bf16 / fp32,
+                  2.0 * static_cast<double>(rows * F) / bf16 * 1e-9);
+    }
+  }
+  MPI_Finalize();
+  return 0;
+}
