@@ -44,6 +44,50 @@ struct StepTotals {
   double loss = 0;  // mean squared error of the global batch (the unscaled loss)
 };
 
+namespace step_comm_detail {
+
+// The kernels of StepComm, outside the class: CUDA's extended lambdas may not sit in private
+// member functions.
+
+// wire(i) = C(stats(i) * factor): grad_factor for the gradient slots, then the loss slot's and
+// the count slot's factors.
+template <class Acc, class C>
+void to_wire(const execution_space& exec, const View1<Acc>& stats, const View1<C>& wire, double grad_factor,
+             double loss_factor, double count_factor) {
+  const long long n = static_cast<long long>(stats.extent(0)) - 2;
+  Kokkos::parallel_for(
+      "kpmap::train::to_wire", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n + 2),
+      KOKKOS_LAMBDA(long long i) {
+        const double factor = i < n ? grad_factor : i == n ? loss_factor : count_factor;
+        wire(i) = static_cast<C>(static_cast<double>(stats(i)) * factor);
+      });
+}
+
+// grad(i) = M(D(wire(i)) / divisor) over grad's extent, in D, the divisor's type.
+template <class C, class D, class M>
+void divide_into(const execution_space& exec, const View1<C>& wire, D divisor, const View1<M>& grad) {
+  Kokkos::parallel_for(
+      "kpmap::train::mean_gradient",
+      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(grad.extent(0))),
+      KOKKOS_LAMBDA(long long i) { grad(i) = static_cast<M>(static_cast<D>(wire(i)) / divisor); });
+}
+
+template <class C>
+long long count_nonfinite(const execution_space& exec, const View1<C>& v) {
+  long long bad = 0;
+  Kokkos::parallel_reduce(
+      "kpmap::train::count_nonfinite",
+      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(v.extent(0))),
+      KOKKOS_LAMBDA(long long i, long long& sum) {
+        const double x = static_cast<double>(v(i));
+        sum += (x - x == 0.0) ? 0 : 1;  // Inf - Inf and NaN - NaN are NaN
+      },
+      bad);
+  return bad;
+}
+
+}  // namespace step_comm_detail
+
 template <class Acc>
 class StepComm {
  public:
@@ -116,10 +160,10 @@ class StepComm {
   // Whether every slot of the last reduction is finite on this rank.
   bool locally_finite(const execution_space& exec) const {
     switch (cast_ ? wire_ : dtype_v<Acc>) {
-      case Dtype::fp64: return count_nonfinite(exec, wire64_) == 0;
-      case Dtype::fp32: return count_nonfinite(exec, wire32_) == 0;
-      case Dtype::bf16: return count_nonfinite(exec, wire_bf16_) == 0;
-      case Dtype::fp16: return count_nonfinite(exec, wire_fp16_) == 0;
+      case Dtype::fp64: return step_comm_detail::count_nonfinite(exec, wire64_) == 0;
+      case Dtype::fp32: return step_comm_detail::count_nonfinite(exec, wire32_) == 0;
+      case Dtype::bf16: return step_comm_detail::count_nonfinite(exec, wire_bf16_) == 0;
+      case Dtype::fp16: return step_comm_detail::count_nonfinite(exec, wire_fp16_) == 0;
     }
     return true;
   }
@@ -145,13 +189,7 @@ class StepComm {
       }
       const double share = 1.0 / static_cast<double>(rows), scaled_share = scale * share;
       const double loss_share = std::ldexp(share, -loss_exponent_);
-      const auto w = wire;
-      Kokkos::parallel_for(
-          "kpmap::train::to_wire", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n + 2),
-          KOKKOS_LAMBDA(long long i) {
-            const double factor = i < n ? scaled_share : i == n ? loss_share : share;
-            w(i) = static_cast<C>(static_cast<double>(stats(i)) * factor);
-          });
+      step_comm_detail::to_wire(exec, stats, wire, scaled_share, loss_share, share);
     }
     if (data_size_ > 1) {
       exec.fence();
@@ -163,19 +201,13 @@ class StepComm {
     Kokkos::deep_copy(exec, host_tail, tail);
     exec.fence();
     const double loss_sum = static_cast<double>(host_tail(0)), count = static_cast<double>(host_tail(1));
-    const auto w = wire;
     if (!cast_) {
       // Divided in the accumulation type, as the sums were made.
-      const auto c = static_cast<C>(host_tail(1));
-      Kokkos::parallel_for(
-          "kpmap::train::mean_gradient", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n),
-          KOKKOS_LAMBDA(long long i) { grad(i) = static_cast<M>(w(i) / c); });
+      step_comm_detail::divide_into(exec, wire, static_cast<C>(host_tail(1)), grad);
       return {loss_sum / count};
     }
     const double denominator = count * scale;
-    Kokkos::parallel_for(
-        "kpmap::train::mean_gradient", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n),
-        KOKKOS_LAMBDA(long long i) { grad(i) = static_cast<M>(static_cast<double>(w(i)) / denominator); });
+    step_comm_detail::divide_into(exec, wire, denominator, grad);
     const double loss = std::ldexp(loss_sum, loss_exponent_) / count;
     if (std::isfinite(loss) && loss > 0) {
       std::frexp(loss, &loss_exponent_);
@@ -185,19 +217,6 @@ class StepComm {
     return {loss};
   }
 
-  template <class C>
-  static long long count_nonfinite(const execution_space& exec, const View1<C>& v) {
-    long long bad = 0;
-    Kokkos::parallel_reduce(
-        "kpmap::train::count_nonfinite",
-        Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(v.extent(0))),
-        KOKKOS_LAMBDA(long long i, long long& sum) {
-          const double x = static_cast<double>(v(i));
-          sum += (x - x == 0.0) ? 0 : 1;  // Inf - Inf and NaN - NaN are NaN
-        },
-        bad);
-    return bad;
-  }
 
   const Mesh& mesh_;
   int data_size_, model_size_;
