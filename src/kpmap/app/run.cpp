@@ -47,6 +47,9 @@ int run(const RunOptions& options, MPI_Comm world) {
   std::string message;
   try {
     config = load_config(options.deck, options.overrides, ranks);
+    // The trainer's spec also reads the environment (a test-only switch): built here once, so a
+    // bad value is agreed on like a bad deck.
+    if (config->mode == Mode::train) train_spec(*config);
   } catch (const Error& e) {
     code = e.exit_code();
     message = e.what();

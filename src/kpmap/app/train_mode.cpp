@@ -113,7 +113,10 @@ int run_train(const Config& config, const Mesh& mesh) {
     char line[200];
     std::snprintf(line, sizeof line, "final loss %.6e, weights_rel_error %.3e, %.3f s total", result.final_loss,
                   result.weights_rel_error, report["timing"]["total"]["max"].get<double>());
-    std::cout << line << (config.output.report.empty() ? "" : ", report " + config.output.report) << std::endl;
+    std::string skipped;
+    if (report.contains("skipped_steps")) skipped = ", " + std::to_string(report["skipped_steps"].size()) + " skipped steps";
+    std::cout << line << skipped << (config.output.report.empty() ? "" : ", report " + config.output.report)
+              << std::endl;
   }
   return exit_success;
 }
