@@ -142,7 +142,7 @@ TEST(ConfigTrain, EveryKeyIsRead) {
       "train:\n  steps: 12\n  batch: 96\n  accumulation: 4\n  kernel: kokkos_kernels\n"
       "  optimizer: {name: adam, lr: 0.001, beta1: 0.8, beta2: 0.99, eps: 1.0e-6}\n"
       "precision: {compute: fp64, params: fp64, comm: fp64, loss_scale: none}\n"
-      "comm: {strategy: allreduce, bucket_bytes: 0, overlap: false}\n"
+      "comm: {strategy: reduce_scatter, bucket_bytes: 16, overlap: true}\n"
       "output: {every: 3, report: ''}\n");
   EXPECT_EQ(c.problem.samples, 300);
   EXPECT_EQ(c.problem.features, 5);
@@ -161,6 +161,9 @@ TEST(ConfigTrain, EveryKeyIsRead) {
   EXPECT_EQ(c.precision.compute, kpmap::Dtype::fp64);
   EXPECT_EQ(c.precision.params, kpmap::Dtype::fp64);
   EXPECT_EQ(c.precision.comm, kpmap::Dtype::fp64);
+  EXPECT_EQ(c.comm.strategy, "reduce_scatter");
+  EXPECT_EQ(c.comm.bucket_bytes, 16);
+  EXPECT_TRUE(c.comm.overlap);
   EXPECT_EQ(c.output.every, 3);
   EXPECT_EQ(c.output.report, "");
   EXPECT_EQ(c.mesh.axes[0].name, "model");
@@ -325,16 +328,12 @@ TEST(ConfigTrain, PrecisionAndCommAcceptTheSchemaAndRejectWhatIsNotBuilt) {
        "deck.yaml:6:27: precision.scaler.growth_factor: 1 is out of range (allowed: > 1)"},
       {"precision:\n  loss_scale: dynamic\n  scaler: {intervall: 3}\n",
        "deck.yaml:6:12: precision.scaler.intervall: unknown key"},
-      {"comm:\n  strategy: reduce_scatter\n",
-       "deck.yaml:5:13: comm.strategy: 'reduce_scatter' is not available in this build yet (allowed: allreduce)"},
-      {"comm:\n  strategy: ring\n", "deck.yaml:5:13: comm.strategy: 'ring' is not allowed (allowed: allreduce)"},
-      {"comm:\n  bucket_bytes: 4096\n",
-       "deck.yaml:5:17: comm.bucket_bytes: 4096: bucketed communication is not available in this build yet "
-       "(allowed: 0)"},
+      {"comm:\n  strategy: ring\n",
+       "deck.yaml:5:13: comm.strategy: 'ring' is not allowed (allowed: allreduce | reduce_scatter)"},
       {"comm:\n  bucket_bytes: -1\n", "deck.yaml:5:17: comm.bucket_bytes: -1 is out of range (allowed: >= 0)"},
-      {"comm:\n  overlap: true\n",
-       "deck.yaml:5:12: comm.overlap: true: overlapping communication with compute is not available in this "
-       "build yet (allowed: false)"},
+      {"precision:\n  comm: fp64\ncomm:\n  bucket_bytes: 7\n",
+       "deck.yaml:7:17: comm.bucket_bytes: 7 is smaller than one gradient element on the wire (precision.comm "
+       "fp64: 8 bytes; allowed: 0 for one message per step, or at least 8)"},
       {"comm:\n  overlap: sometimes\n", "deck.yaml:5:12: comm.overlap: 'sometimes' is not true or false"},
       {"output:\n  every: 0\n", "deck.yaml:5:10: output.every: 0 is out of range (allowed: >= 1)"},
       {"output:\n  report: [a, b]\n", "deck.yaml:5:11: output.report: expected a string, got '[a, b]'"},

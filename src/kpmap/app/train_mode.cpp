@@ -55,6 +55,10 @@ TrainSpec train_spec(const Config& config) {
   spec.compute = precision.compute;
   spec.params = precision.params;
   spec.comm = precision.comm;
+  spec.comm_spec.strategy =
+      config.comm.strategy == "reduce_scatter" ? CommStrategy::reduce_scatter : CommStrategy::allreduce;
+  spec.comm_spec.bucket_bytes = config.comm.bucket_bytes;
+  spec.comm_spec.overlap = config.comm.overlap;
   using Kind = LossScaleSpec::Kind;
   spec.loss_scale.kind = precision.loss_scale == "dynamic" ? Kind::dynamic
                          : precision.loss_scale == "static" ? Kind::fixed

@@ -93,6 +93,15 @@ void check_model_axis(const Config& c, const Section& axes) {
   }
 }
 
+// A bucket holds whole gradient elements of the wire type (precision.comm).
+void check_bucket_bytes(const Config& c, const Section& comm) {
+  const long long element = static_cast<long long>(size_of(c.precision.comm));
+  if (c.comm.bucket_bytes == 0 || c.comm.bucket_bytes >= element) return;
+  comm.fail("bucket_bytes", std::to_string(c.comm.bucket_bytes) + " is smaller than one gradient element on the wire (precision.comm " +
+                                to_string(c.precision.comm) + ": " + std::to_string(element) +
+                                " bytes; allowed: 0 for one message per step, or at least " + std::to_string(element) + ")");
+}
+
 // Which optional sections were read (and so belong in the resolved deck).
 struct SectionsRead {
   bool problem, train, precision, comm, collectives, bench;
@@ -150,6 +159,7 @@ Config load_config(const std::string& deck_path, const std::vector<std::string>&
 
   if (read.problem && read.train) check_batch(c, train);
   if (train_mode) check_model_axis(c, axes);
+  if (read.precision && read.comm) check_bucket_bytes(c, comm);
   c.resolved = resolve(c, read);
   return c;
 }

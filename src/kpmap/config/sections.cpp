@@ -294,17 +294,9 @@ PrecisionConfig parse_precision(Section& s) {
 
 CommConfig parse_comm(Section& s) {
   CommConfig c;
-  c.strategy = s.choice("strategy", c.strategy, {"allreduce"}, {"reduce_scatter"});
+  c.strategy = s.choice("strategy", c.strategy, {"allreduce", "reduce_scatter"});
   c.bucket_bytes = s.integer("bucket_bytes", c.bucket_bytes, 0, unbounded);
-  if (c.bucket_bytes != 0) {
-    s.fail("bucket_bytes", std::to_string(c.bucket_bytes) +
-                               ": bucketed communication is not available in this build yet (allowed: 0)");
-  }
   c.overlap = s.boolean("overlap", c.overlap);
-  if (c.overlap) {
-    s.fail("overlap", "true: overlapping communication with compute is not available in this build "
-                      "yet (allowed: false)");
-  }
   s.finish();
   return c;
 }

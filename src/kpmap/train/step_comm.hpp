@@ -1,11 +1,14 @@
-// Every cross-rank reduction of a training step goes through StepComm, so that later strategies
-// (reduce_scatter + all_gather, buckets, overlap) change one class.
+// Every cross-rank reduction of a training step goes through StepComm: the strategy
+// (allreduce or reduce_scatter + all_gather), the buckets and their overlap with compute change
+// this class only.
 //
 //   sum_partial_products(z): psum over `model` of this model rank's partial X w (+ b).
-//   mean_gradient(stats):    the weighted pmean over `data` of the step's statistics
-//                            [grad sums..., loss_sum, count] (Acc, the kernels' accumulation
-//                            type): psum(sums) / psum(count), so uneven shards are exact.
-//   agree_finite(ok):        one psum of a flag over the whole mesh (dynamic loss scaling).
+//   start(k) ... finish():   the weighted pmean over `data` of the step's statistics
+//                            stats = [grad sums..., loss_sum, count] (Acc, the kernels'
+//                            accumulation type; n + 2 slots for n parameters), bucket by bucket;
+//                            mean_gradient() does all of it once the statistics are complete.
+//   gather_params(shard):    reduce_scatter only: all_gather of the updated shards over `data`.
+//   all_finite(ok):          one psum of a flag over the whole mesh (dynamic loss scaling).
 //
 // The wire. With precision.comm equal to the accumulation type and no loss scaling, the sums
 // travel as they are and are divided by the psum of the counts afterwards. Otherwise every slot
@@ -22,20 +25,45 @@
 // Inf moves e by 16 for the next step. The slots keep their meaning, so a 16-bit
 // wire moves exactly half the bytes of an fp32 one. The cast is applied on a one-rank data axis
 // too (nothing moves), so the answer does not depend on how many ranks share the batch.
+//
+// Strategies. allreduce: the wire is the n + 2 slots in order, psum'ed over `data`; every rank
+// gets the whole mean gradient. reduce_scatter: data rank r owns the contiguous shard
+// [r s, r s + s) of the n parameters, s = ceil(n / D) (the last shards are padded with zeros
+// past n; a shard may be all padding when D > n). Its "extended shard" is [shard's gradient sums,
+// loss_sum, count], s + 2 slots: the loss and the count are copied into every rank's block, so one
+// psum_scatter gives each rank its shard of the gradient and the whole loss and count. The wire
+// holds the D extended shards (D (s + 2) slots) and each rank receives its own.
+//
+// Buckets (bucket_bytes > 0): c = bucket_bytes / sizeof(C) wire elements per bucket (at least 1).
+// allreduce: bucket k is wire slots [k c, k c + c). reduce_scatter: bucket k is offsets
+// [k c, k c + c) of every extended shard, laid out rank by rank so that it is one contiguous
+// psum_scatter of D equal blocks; the wire is ordered bucket by bucket, and the blocks a rank
+// receives, in bucket order, are its extended shard. Every slot is summed over the same ranks
+// whatever the buckets, so the buckets do not change the sums.
+//
+// Overlap: start(k) is called as soon as bucket k's slots (bucket_slots(k)) are final; the
+// reduction then runs while the caller computes the next bucket's slots, and progress() between
+// buckets drives MPICH (which moves a non-blocking collective only inside MPI calls unless
+// MPICH_ASYNC_PROGRESS=1). finish() waits for all of them.
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kpmap/collectives/collectives.hpp"
 #include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
+#include "kpmap/data/synthetic.hpp"
 #include "kpmap/mesh/mesh.hpp"
+#include "kpmap/train/comm_spec.hpp"
 
 namespace kpmap {
 
@@ -46,20 +74,47 @@ struct StepTotals {
 
 namespace step_comm_detail {
 
-// The kernels of StepComm, outside the class: CUDA's extended lambdas may not sit in private
-// member functions.
+// Where each wire position's value comes from (see the header comment): slot(p) is the index
+// into stats, or -1 for padding past the last parameter.
+struct WireLayout {
+  long long n = 0;       // parameters (stats has n + 2 slots)
+  long long ranks = 1;   // D, the data-axis size (1 for allreduce: the layout is the identity)
+  long long shard = 0;   // s (reduce_scatter), or n + 2 (allreduce: one block of all slots)
+  long long bucket = 0;  // c, elements per bucket and block
+  bool sharded = false;
 
-// wire(i) = C(stats(i) * factor): grad_factor for the gradient slots, then the loss slot's and
-// the count slot's factors.
+  long long block() const { return sharded ? shard + 2 : shard; }  // slots per rank's block
+  long long buckets() const { return (block() + bucket - 1) / bucket; }
+  long long bucket_width(long long k) const { return std::min(bucket, block() - k * bucket); }  // c_k
+  // Bucket k's positions in the wire: [begin, begin + ranks * c_k).
+  long long bucket_begin(long long k) const { return ranks * k * bucket; }
+
+  KOKKOS_INLINE_FUNCTION long long slot(long long p) const {
+    if (!sharded) return p;
+    const long long k = p / (ranks * bucket), q = p - ranks * k * bucket;
+    const long long width = bucket < shard + 2 - k * bucket ? bucket : shard + 2 - k * bucket;
+    const long long r = q / width, o = k * bucket + q % width;
+    if (o >= shard) return n + (o - shard);
+    return r * shard + o < n ? r * shard + o : -1;
+  }
+};
+
+// wire(p) = C(stats(slot) * factor) for the positions [begin, end) of the wire: grad_factor for
+// the gradient slots, then the loss slot's and the count slot's factors; 0 for padding.
 template <class Acc, class C>
-void to_wire(const execution_space& exec, const View1<Acc>& stats, const View1<C>& wire, double grad_factor,
-             double loss_factor, double count_factor) {
-  const long long n = static_cast<long long>(stats.extent(0)) - 2;
+void to_wire(const execution_space& exec, const WireLayout& layout, const View1<Acc>& stats, const View1<C>& wire,
+             long long begin, long long end, double grad_factor, double loss_factor, double count_factor) {
+  const long long n = layout.n;
   Kokkos::parallel_for(
-      "kpmap::train::to_wire", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n + 2),
-      KOKKOS_LAMBDA(long long i) {
+      "kpmap::train::to_wire", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, begin, end),
+      KOKKOS_LAMBDA(long long p) {
+        const long long i = layout.slot(p);
+        if (i < 0) {
+          wire(p) = static_cast<C>(0.0f);
+          return;
+        }
         const double factor = i < n ? grad_factor : i == n ? loss_factor : count_factor;
-        wire(i) = static_cast<C>(static_cast<double>(stats(i)) * factor);
+        wire(p) = static_cast<C>(static_cast<double>(stats(i)) * factor);
       });
 }
 
@@ -86,62 +141,135 @@ long long count_nonfinite(const execution_space& exec, const View1<C>& v) {
   return bad;
 }
 
+// The buffers of one wire type: what is sent (the wire layout) and, for reduce_scatter over
+// more than one rank, what this rank receives (its extended shard).
+template <class C>
+struct Wire {
+  View1<C> send, recv;
+};
+
 }  // namespace step_comm_detail
 
 template <class Acc>
 class StepComm {
  public:
-  // wire: the gradient's type on the wire; scaled: a loss scale multiplies the gradient.
-  StepComm(const Mesh& mesh, Dtype wire, bool scaled)
+  // wire: the gradient's type on the wire; scaled: a loss scale multiplies the gradient;
+  // n_params: the parameters of this model slice.
+  StepComm(const Mesh& mesh, Dtype wire, bool scaled, const CommSpec& spec, long long n_params)
       : mesh_(mesh),
         data_size_(mesh.has_axis("data") ? mesh.axis_size("data") : 1),
         model_size_(mesh.has_axis("model") ? mesh.axis_size("model") : 1),
+        spec_(spec),
         wire_(wire),
         cast_(scaled || wire != dtype_v<Acc>),
         flag_("kpmap::train::finite_flag", 1),
         exponent_("kpmap::train::loss_exponent", 1) {
     for (const auto& axis : mesh.axes()) all_axes_.push_back(axis.name);
+    layout_.n = n_params;
+    layout_.sharded = sharded();
+    layout_.ranks = sharded() ? data_size_ : 1;
+    layout_.shard = sharded() ? (n_params + data_size_ - 1) / data_size_ : n_params + 2;
+    const long long elements = spec.bucket_bytes / static_cast<long long>(size_of(active_wire()));
+    layout_.bucket = elements > 0 ? std::min(elements, layout_.block()) : layout_.block();
+    for (long long k = 0; k < layout_.buckets(); ++k) {
+      std::vector<Range> slots;
+      const long long lo = k * layout_.bucket, hi = lo + layout_.bucket_width(k);
+      for (long long r = 0; r < layout_.ranks; ++r) {
+        const long long base = sharded() ? r * layout_.shard : 0;
+        const long long end = sharded() ? std::min(hi, layout_.shard) : hi;
+        const Range range{std::min(base + lo, n_params), std::min(base + end, n_params)};
+        if (range.size() > 0) slots.push_back(range);
+      }
+      bucket_slots_.push_back(slots);
+    }
   }
 
   int data_size() const { return data_size_; }
   int model_size() const { return model_size_; }
   int data_index() const { return data_size_ > 1 ? mesh_.axis_index("data") : 0; }
   int model_index() const { return model_size_ > 1 ? mesh_.axis_index("model") : 0; }
+  bool sharded() const { return spec_.strategy == CommStrategy::reduce_scatter; }
   // Whether the statistics are cast (pre-divided, scaled) before they travel.
   bool casts() const { return cast_; }
-  // Bytes of the wire buffer (0 when the sums travel in place).
-  std::size_t wire_bytes(long long slots) const {
-    return cast_ ? static_cast<std::size_t>(slots) * size_of(wire_) : 0;
+  // The parameters this rank updates: s elements (padding included) from shard_begin(), or all n.
+  long long shard_size() const { return sharded() ? layout_.shard : layout_.n; }
+  long long shard_begin() const { return sharded() ? data_index() * layout_.shard : 0; }
+  // Zeros past the last parameter in this rank's shard.
+  long long shard_padding() const {
+    return shard_size() - std::max(0LL, std::min(layout_.n - shard_begin(), shard_size()));
+  }
+  // Length of the gathered parameter buffer (D s for reduce_scatter).
+  long long gathered_size() const { return sharded() ? layout_.ranks * layout_.shard : layout_.n; }
+  long long buckets() const { return layout_.buckets(); }
+  // The gradient slots (of [0, n)) that bucket k carries: one range for allreduce, one per data
+  // rank's shard for reduce_scatter (empty ranges left out).
+  const std::vector<Range>& bucket_slots(long long k) const { return bucket_slots_[k]; }
+  // Bytes of the wire buffers (0 when the sums travel in place).
+  std::size_t wire_bytes() const {
+    const long long send = in_place() ? 0 : layout_.ranks * layout_.block();
+    const long long recv = receives() ? layout_.block() : 0;
+    return static_cast<std::size_t>(send + recv) * size_of(active_wire());
   }
 
   template <class V>
   void sum_partial_products(const V& z) {
     if (model_size_ == 1) return;
     psum(mesh_, "model", z, z);
-    bytes_ += z.extent(0) * sizeof(typename V::non_const_value_type);
+    count(z.extent(0) * sizeof(typename V::non_const_value_type));
   }
 
-  // stats (n + 2, Acc) -> grad (n, M): the mean gradient, unscaled. grad may alias the head of
-  // stats. rows: the global batch B. Leaves the wire values in place for all_finite().
+  // Bucket k's slots of stats are final: cast them and start their reduction over `data`.
+  // rows: the global batch B; scale: the loss scale.
+  void start(const execution_space& exec, const View1<Acc>& stats, long long k, long long rows, double scale) {
+    with_wire([&](auto& w) { start_bucket(exec, stats, k, rows, scale, w); });
+  }
+
+  // Between buckets: lets MPI move the buckets in flight.
+  void progress() {
+    if (in_flight_ > 0) {
+      int flag = 0;
+      check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, mesh_.comm(), &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+    }
+  }
+
+  // After start() of every bucket: the mean gradient (grad, M, extent shard_size()), unscaled,
+  // and the loss. grad may alias the head of stats (allreduce). Leaves the reduced wire in place
+  // for locally_finite().
+  template <class M>
+  StepTotals finish(const execution_space& exec, const View1<M>& grad) {
+    StepTotals totals;
+    with_wire([&](auto& w) { totals = finish_wire(exec, grad, w); });
+    return totals;
+  }
+
+  // stats (n + 2, Acc) -> grad: every bucket at once.
   template <class M>
   StepTotals mean_gradient(const execution_space& exec, const View1<Acc>& stats, long long rows, double scale,
                            const View1<M>& grad) {
-    switch (cast_ ? wire_ : dtype_v<Acc>) {
-      case Dtype::fp64: return reduce<double>(exec, stats, rows, scale, grad, wire64_);
-      case Dtype::fp32: return reduce<float>(exec, stats, rows, scale, grad, wire32_);
-      case Dtype::bf16: return reduce<bf16>(exec, stats, rows, scale, grad, wire_bf16_);
-      case Dtype::fp16: return reduce<fp16>(exec, stats, rows, scale, grad, wire_fp16_);
-    }
-    return {};
+    for (long long k = 0; k < buckets(); ++k) start(exec, stats, k, rows, scale);
+    return finish(exec, grad);
   }
 
-  // True on every rank when no rank's reduced statistics (the wire of the last mean_gradient)
-  // hold an Inf or NaN: one psum of a flag over the whole mesh.
+  // reduce_scatter: every rank's updated shard (extent shard_size()) into `gathered`
+  // (extent gathered_size()), with one all_gather over `data`.
+  template <class S>
+  void gather_params(const execution_space& exec, const View1<S>& shard, const View1<S>& gathered) {
+    if (data_size_ == 1) {
+      if (shard.data() != gathered.data()) Kokkos::deep_copy(exec, gathered, shard);
+      return;
+    }
+    exec.fence();
+    all_gather(mesh_, "data", shard, gathered, 0, true);
+    count(shard.extent(0) * sizeof(S));
+  }
+
+  // True on every rank when no rank's reduced statistics (the wire of the last finish) hold an
+  // Inf or NaN: one psum of a flag over the whole mesh.
   bool all_finite(bool locally_finite) {
     flag_(0) = locally_finite ? 0 : 1;
     if (mesh_.size() > 1) {
       psum(mesh_, AxisNames(all_axes_), flag_, flag_);
-      bytes_ += sizeof(int);
+      count(sizeof(int));
     }
     return flag_(0) == 0;
   }
@@ -157,57 +285,93 @@ class StepComm {
     loss_exponent_ = exponent_(0);
   }
 
-  // Whether every slot of the last reduction is finite on this rank.
-  bool locally_finite(const execution_space& exec) const {
-    switch (cast_ ? wire_ : dtype_v<Acc>) {
-      case Dtype::fp64: return step_comm_detail::count_nonfinite(exec, wire64_) == 0;
-      case Dtype::fp32: return step_comm_detail::count_nonfinite(exec, wire32_) == 0;
-      case Dtype::bf16: return step_comm_detail::count_nonfinite(exec, wire_bf16_) == 0;
-      case Dtype::fp16: return step_comm_detail::count_nonfinite(exec, wire_fp16_) == 0;
-    }
-    return true;
+  // Whether every slot of the last reduction that this rank holds is finite.
+  bool locally_finite(const execution_space& exec) {
+    bool ok = true;
+    with_wire([&](auto& w) { ok = step_comm_detail::count_nonfinite(exec, result(w)) == 0; });
+    return ok;
   }
 
-  // Payload bytes this rank handed to collectives since the last call (no bytes leave a rank
-  // over an axis of size 1, so those calls are skipped and not counted).
-  std::size_t take_bytes() {
-    const std::size_t b = bytes_;
-    bytes_ = 0;
-    return b;
-  }
+  // Payload bytes this rank handed to collectives, and the collective calls it made, since the
+  // last call (no bytes leave a rank over an axis of size 1, so those calls are skipped and not
+  // counted).
+  std::size_t take_bytes() { return std::exchange(bytes_, 0); }
+  long long take_calls() { return std::exchange(calls_, 0); }
 
  private:
-  template <class C, class M>
-  StepTotals reduce(const execution_space& exec, const View1<Acc>& stats, long long rows, double scale,
-                    const View1<M>& grad, View1<C>& wire) {
-    const long long n = static_cast<long long>(grad.extent(0));
-    if (!cast_) {
-      if constexpr (std::is_same_v<C, Acc>) wire = stats;  // the sums travel in place
+  Dtype active_wire() const { return cast_ ? wire_ : dtype_v<Acc>; }
+  // allreduce without a cast: the statistics themselves are the wire.
+  bool in_place() const { return !cast_ && !sharded(); }
+  bool receives() const { return sharded() && data_size_ > 1; }
+
+  template <class F>
+  void with_wire(F&& f) {
+    switch (active_wire()) {
+      case Dtype::fp64: return f(wire64_);
+      case Dtype::fp32: return f(wire32_);
+      case Dtype::bf16: return f(wire_bf16_);
+      case Dtype::fp16: return f(wire_fp16_);
+    }
+  }
+
+  // What this rank holds after the reduction: its extended shard, or the whole wire.
+  template <class C>
+  static const View1<C>& result(const step_comm_detail::Wire<C>& w) {
+    return w.recv.extent(0) > 0 ? w.recv : w.send;
+  }
+
+  void count(std::size_t bytes) {
+    bytes_ += bytes;
+    ++calls_;
+  }
+
+  template <class C>
+  void start_bucket(const execution_space& exec, const View1<Acc>& stats, long long k, long long rows, double scale,
+                    step_comm_detail::Wire<C>& w) {
+    scale_of_last_ = scale;
+    if (in_place()) {
+      if constexpr (std::is_same_v<C, Acc>) w.send = stats;
     } else {
-      if (wire.extent(0) != stats.extent(0)) {
-        wire = View1<C>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::train::wire"), stats.extent(0));
+      if (w.send.extent(0) == 0) {
+        w.send = View1<C>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::train::wire"),
+                          layout_.ranks * layout_.block());
       }
-      const double share = 1.0 / static_cast<double>(rows), scaled_share = scale * share;
-      const double loss_share = std::ldexp(share, -loss_exponent_);
-      step_comm_detail::to_wire(exec, stats, wire, scaled_share, loss_share, share);
+      const double share = cast_ ? 1.0 / static_cast<double>(rows) : 1.0;
+      step_comm_detail::to_wire(exec, layout_, stats, w.send, layout_.bucket_begin(k),
+                                layout_.bucket_begin(k) + layout_.ranks * layout_.bucket_width(k),
+                                cast_ ? scale * share : 1.0, cast_ ? std::ldexp(share, -loss_exponent_) : 1.0, share);
     }
-    if (data_size_ > 1) {
-      exec.fence();
-      psum(mesh_, "data", wire, wire);
-      bytes_ += wire.extent(0) * sizeof(C);
+    if (receives() && w.recv.extent(0) == 0) {
+      w.recv = View1<C>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::train::shard"), layout_.block());
     }
-    const auto tail = Kokkos::subview(wire, Kokkos::make_pair(n, n + 2));
+    if (data_size_ == 1) return;
+    exec.fence();
+    const long long begin = layout_.bucket_begin(k), width = layout_.bucket_width(k);
+    const auto send = Kokkos::subview(w.send, Kokkos::make_pair(begin, begin + layout_.ranks * width));
+    if (sharded()) {
+      const long long lo = k * layout_.bucket;
+      psum_scatter(mesh_, "data", send, Kokkos::subview(w.recv, Kokkos::make_pair(lo, lo + width)), 0, true);
+    } else {
+      psum(mesh_, "data", send, send);
+    }
+    count(send.extent(0) * sizeof(C));
+  }
+
+  template <class M, class C>
+  StepTotals finish_wire(const execution_space& exec, const View1<M>& grad, step_comm_detail::Wire<C>& w) {
+    const View1<C>& reduced = result(w);
+    const long long n = static_cast<long long>(grad.extent(0));
+    const auto tail = Kokkos::subview(reduced, Kokkos::make_pair(n, n + 2));
     auto host_tail = Kokkos::create_mirror_view(Kokkos::HostSpace(), tail);
     Kokkos::deep_copy(exec, host_tail, tail);
     exec.fence();
     const double loss_sum = static_cast<double>(host_tail(0)), count = static_cast<double>(host_tail(1));
     if (!cast_) {
       // Divided in the accumulation type, as the sums were made.
-      step_comm_detail::divide_into(exec, wire, static_cast<C>(host_tail(1)), grad);
+      step_comm_detail::divide_into(exec, reduced, static_cast<C>(host_tail(1)), grad);
       return {loss_sum / count};
     }
-    const double denominator = count * scale;
-    step_comm_detail::divide_into(exec, wire, denominator, grad);
+    step_comm_detail::divide_into(exec, reduced, count * scale_of_last_, grad);
     const double loss = std::ldexp(loss_sum, loss_exponent_) / count;
     if (std::isfinite(loss) && loss > 0) {
       std::frexp(loss, &loss_exponent_);
@@ -217,19 +381,24 @@ class StepComm {
     return {loss};
   }
 
-
   const Mesh& mesh_;
   int data_size_, model_size_;
+  CommSpec spec_;
   Dtype wire_;
   bool cast_;
+  step_comm_detail::WireLayout layout_;
+  std::vector<std::vector<Range>> bucket_slots_;
   int loss_exponent_ = 0;  // the loss slot travels as loss * 2^-loss_exponent_
+  double scale_of_last_ = 1.0;
   std::vector<std::string> all_axes_;
-  View1<double> wire64_;
-  View1<float> wire32_;
-  View1<bf16> wire_bf16_;
-  View1<fp16> wire_fp16_;
+  step_comm_detail::Wire<double> wire64_;
+  step_comm_detail::Wire<float> wire32_;
+  step_comm_detail::Wire<bf16> wire_bf16_;
+  step_comm_detail::Wire<fp16> wire_fp16_;
   Kokkos::View<int*, Kokkos::HostSpace> flag_, exponent_;
   std::size_t bytes_ = 0;
+  long long calls_ = 0;
+  int in_flight_ = 0;
 };
 
 }  // namespace kpmap

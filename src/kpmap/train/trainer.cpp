@@ -20,31 +20,46 @@ using HostVector = Kokkos::View<double*, Kokkos::HostSpace>;
 template <class S>
 using accumulation_t = std::conditional_t<std::is_same_v<S, double>, double, float>;
 
-// The whole state of a run in one place: data shard (S), the weights the kernels read (S) and
-// the master weights the optimizer updates (M; the same View when S == M), the step's statistics
-// [grad sums..., loss_sum, count] (Acc) and the mean gradient (M; the head of stats when
-// M == Acc), optimizer, step counter. The data position is a function of the step
-// (BatchPlan::batch_of_step).
+// The whole state of a run in one place: data shard (S); the parameters the kernels read (S);
+// the parameters this rank updates, in the master type M, with their optimizer state; the
+// step's statistics [grad sums..., loss_sum, count] (Acc) and the mean gradient of what this rank
+// updates (M; the head of stats when M == Acc under allreduce); the step counter. The data
+// position is a function of the step (BatchPlan::batch_of_step).
+//
+// allreduce: every rank updates all n_params parameters; master is params itself when S == M.
+// reduce_scatter (ZeRO): this rank updates its shard of comm.shard_size() elements (master,
+// grad, optimizer state), casts it to S (outgoing; master itself when S == M) and all_gathers
+// every shard into `gathered`, whose head is params.
 template <class S, class M, class Layout>
 struct RunState {
   using Acc = accumulation_t<S>;
   Shard<S, Layout> shard;
   long long features_local = 0;
   long long n_params = 0;  // features_local (+ 1 with bias)
-  View1<S> params;
-  View1<M> master;
-  View1<Acc> stats;  // n_params + 2
-  View1<M> grad;     // n_params
-  View1<Acc> z;      // partial products of one micro-batch (model-parallel only)
+  View1<S> gathered;       // comm.gathered_size()
+  View1<S> params;         // n_params: the head of gathered
+  View1<M> master;         // comm.shard_size()
+  View1<S> outgoing;       // reduce_scatter: the shard in S for the all_gather
+  View1<Acc> stats;        // n_params + 2
+  View1<M> grad;           // comm.shard_size()
+  View1<Acc> z;            // partial products of one micro-batch (model-parallel only)
   std::unique_ptr<Optimizer<M>> optimizer;
   long long step = 0;
 
   auto grads() const { return Kokkos::subview(stats, Kokkos::make_pair(0LL, n_params)); }
   std::size_t param_bytes() const {
-    return master.span() * sizeof(M) + (std::is_same_v<S, M> ? 0 : params.span() * sizeof(S));
+    std::size_t bytes = master.span() * sizeof(M);
+    if (static_cast<const void*>(gathered.data()) != static_cast<const void*>(master.data())) {
+      bytes += gathered.span() * sizeof(S);
+    }
+    if (static_cast<const void*>(outgoing.data()) != static_cast<const void*>(master.data())) {
+      bytes += outgoing.span() * sizeof(S);
+    }
+    return bytes;
   }
   std::size_t gradient_bytes() const {
-    return static_cast<std::size_t>(n_params) * sizeof(Acc) + (std::is_same_v<M, Acc> ? 0 : grad.span() * sizeof(M));
+    const bool separate = static_cast<const void*>(grad.data()) != static_cast<const void*>(stats.data());
+    return static_cast<std::size_t>(n_params) * sizeof(Acc) + (separate ? grad.span() * sizeof(M) : 0);
   }
 };
 
@@ -61,24 +76,28 @@ RunState<S, M, Layout> make_state(const TrainSpec& spec, const StepComm<accumula
                                   cols);
   s.features_local = cols.size();
   s.n_params = s.features_local + (problem.bias ? 1 : 0);
-  s.master = View1<M>("kpmap::train::params", s.n_params);  // w = 0, b = 0
+  s.master = View1<M>("kpmap::train::master", comm.shard_size());  // w = 0, b = 0
   if constexpr (std::is_same_v<S, M>) {
-    s.params = s.master;
+    s.outgoing = s.master;
+    s.gathered = comm.sharded() ? View1<S>("kpmap::train::params", comm.gathered_size()) : s.master;
   } else {
-    s.params = View1<S>("kpmap::train::working_params", s.n_params);
+    if (comm.sharded()) s.outgoing = View1<S>("kpmap::train::outgoing", comm.shard_size());
+    s.gathered = View1<S>("kpmap::train::params", comm.gathered_size());
   }
+  s.params = Kokkos::subview(s.gathered, Kokkos::make_pair(0LL, s.n_params));
   s.stats = View1<Acc>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::stats"), s.n_params + 2);
   if constexpr (std::is_same_v<M, Acc>) {
-    s.grad = s.grads();
-  } else {
-    s.grad = View1<M>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::grad"), s.n_params);
+    if (!comm.sharded()) s.grad = s.grads();
+  }
+  if (s.grad.extent(0) == 0) {
+    s.grad = View1<M>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::grad"), comm.shard_size());
   }
   const long long micro_rows = s.shard.rows_per_batch() / spec.accumulation +
                                (s.shard.rows_per_batch() % spec.accumulation ? 1 : 0);
   if (comm.model_size() > 1) {
     s.z = View1<Acc>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::z"), micro_rows);
   }
-  s.optimizer = make_optimizer<M>(spec.optimizer, s.n_params);
+  s.optimizer = make_optimizer<M>(spec.optimizer, comm.shard_size());
   return s;
 }
 
@@ -134,6 +153,20 @@ double local_sums(RunState<S, M, Layout>& s, Model& model, Comm& comm, long long
   return loss_sum;
 }
 
+// The kernels' parameters from the updated master weights: a cast (allreduce, S != M), and under
+// reduce_scatter the all_gather of every rank's shard.
+template <class S, class M, class Layout, class Comm>
+void refresh_params(RunState<S, M, Layout>& s, Comm& comm, const execution_space& exec) {
+  if constexpr (!std::is_same_v<S, M>) {
+    const auto master = s.master;
+    const auto to = comm.sharded() ? s.outgoing : s.params;
+    Kokkos::parallel_for(
+        "kpmap::train::cast_params", Kokkos::RangePolicy<execution_space>(exec, 0, master.extent(0)),
+        KOKKOS_LAMBDA(long long i) { to(i) = static_cast<S>(master(i)); });
+  }
+  if (comm.sharded()) comm.gather_params(exec, s.outgoing, s.gathered);
+}
+
 // One step: the global batch's loss before the update, the scale it used, whether it was skipped.
 template <class S, class M, class Layout, class Model, class Comm>
 HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScaler& scaler,
@@ -151,21 +184,18 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
   HistoryEntry entry{s.step + 1, 0.0, scaler.scale(), false};
   bool apply = true;
   {
-    ScopedPhase phase(timers, Phase::comm, "pmean_data", exec);
+    ScopedPhase phase(timers, Phase::comm, "reduce_gradient", exec);
     entry.loss = comm.mean_gradient(exec, s.stats, spec.batch, scaler.scale(), s.grad).loss;
     if (scaler.dynamic()) apply = scaler.update(comm.all_finite(comm.locally_finite(exec)));
   }
   entry.skipped = !apply;
   if (apply) {
-    ScopedPhase phase(timers, Phase::optimizer, "optimizer", exec);
-    s.optimizer->apply(exec, s.step, s.master, View1<const M>(s.grad));
-    if constexpr (!std::is_same_v<S, M>) {
-      const auto master = s.master;
-      const auto params = s.params;
-      Kokkos::parallel_for(
-          "kpmap::train::cast_params", Kokkos::RangePolicy<execution_space>(exec, 0, s.n_params),
-          KOKKOS_LAMBDA(long long i) { params(i) = static_cast<S>(master(i)); });
+    {
+      ScopedPhase phase(timers, Phase::optimizer, "optimizer", exec);
+      s.optimizer->apply(exec, s.step, s.master, View1<const M>(s.grad));
     }
+    ScopedPhase phase(timers, comm.sharded() ? Phase::comm : Phase::optimizer, "refresh_params", exec);
+    refresh_params(s, comm, exec);
   }
   ++s.step;
   return entry;
@@ -173,9 +203,14 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
 
 // The learned [w, b] over all features on every rank, and its distance to [w*, b*].
 template <class S, class M, class Layout, class Comm>
-void finish(const RunState<S, M, Layout>& s, const Mesh& mesh, const Comm& comm, const SyntheticProblem& problem,
+void finish(const RunState<S, M, Layout>& s, const Mesh& mesh, Comm& comm, const SyntheticProblem& problem,
             TrainResult& r) {
-  auto local = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.master);
+  View1<M> mine = s.master;
+  if (comm.sharded()) {  // every shard of the master weights
+    mine = View1<M>("kpmap::train::all_master", comm.gathered_size());
+    comm.gather_params(execution_space(), s.master, mine);
+  }
+  auto local = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), mine);
   HostVector full("kpmap::train::weights", problem.features + 1);  // zero outside my columns
   const Range cols = s.shard.columns;
   for (long long j = 0; j < s.features_local; ++j) full(cols.begin + j) = static_cast<double>(local(j));
@@ -198,25 +233,34 @@ TrainResult run(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_
   using Acc = accumulation_t<S>;
   TrainResult r;
   LossScaler scaler(spec.loss_scale);
-  StepComm<Acc> comm(mesh, spec.comm, scaler.enabled());
+  const long long features_local =
+      column_range(spec.problem.features, mesh.has_axis("model") ? mesh.axis_index("model") : 0,
+                   mesh.has_axis("model") ? mesh.axis_size("model") : 1)
+          .size();
+  StepComm<Acc> comm(mesh, spec.comm, scaler.enabled(), spec.comm_spec, features_local + (spec.problem.bias ? 1 : 0));
   RunState<S, M, Layout> s = make_state<S, M, Layout>(spec, comm);
   if (comm.casts()) comm.start_loss_exponent(first_loss_estimate(s));
   LinearModel<S, Acc> model(spec.kernel);
   const double start = MPI_Wtime();
   std::size_t bytes = 0;
+  long long calls = 0;
   while (s.step < spec.steps) {
     const HistoryEntry entry = step(s, model, comm, scaler, spec, mesh.rank(), r.timers);
     bytes += comm.take_bytes();
+    calls += comm.take_calls();
     r.history.push_back(entry);
     if (on_step) on_step(entry.step, entry.loss);
   }
   r.timers.add(Phase::total, MPI_Wtime() - start);
   r.final_loss = r.history.back().loss;
   r.comm_bytes_per_step = bytes / static_cast<std::size_t>(spec.steps);
+  r.comm_calls_per_step = static_cast<double>(calls) / static_cast<double>(spec.steps);
   r.param_bytes = s.param_bytes();
-  r.gradient_bytes = s.gradient_bytes() + comm.wire_bytes(s.n_params + 2);
+  r.gradient_bytes = s.gradient_bytes() + comm.wire_bytes();
   r.optimizer_bytes = s.optimizer->state_bytes();
   r.data_bytes = s.shard.bytes();
+  r.shard_elements = comm.shard_size();
+  r.shard_padding = comm.shard_padding();
   finish(s, mesh, comm, spec.problem, r);
   return r;
 }

@@ -13,6 +13,7 @@
 #include "kpmap/mesh/mesh.hpp"
 #include "kpmap/model/linear_model.hpp"
 #include "kpmap/optim/optimizer.hpp"
+#include "kpmap/train/comm_spec.hpp"
 #include "kpmap/train/loss_scale.hpp"
 #include "kpmap/train/timers.hpp"
 
@@ -33,7 +34,10 @@ struct TrainResult {
   double bias = 0;                    // the learned b (0 without bias)
   Timers timers;                      // this rank's
   std::size_t comm_bytes_per_step = 0;  // payload bytes this rank handed to collectives per step
+  double comm_calls_per_step = 0;       // collective calls this rank made per step
   std::size_t param_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, data_bytes = 0;
+  long long shard_elements = 0;  // parameters this rank updates (all of its model slice under allreduce)
+  long long shard_padding = 0;   // of which zeros past the last parameter (reduce_scatter)
 };
 
 // What the trainer needs to know (the app layer fills it from the deck's Config).
@@ -47,6 +51,7 @@ struct TrainSpec {
   Dtype compute = Dtype::fp32;  // X, y and the weights the kernels read (sums in >= fp32)
   Dtype params = Dtype::fp32;   // master weights and optimizer state: fp64 | fp32, >= compute
   Dtype comm = Dtype::fp32;     // the gradient on the wire (train/step_comm.hpp)
+  CommSpec comm_spec;           // strategy, buckets, overlap
   LossScaleSpec loss_scale;
   // Test only: mesh rank `inject_rank` puts +Inf into its gradient at step `inject_step`
   // (1-based; 0: never), to exercise the dynamic loss scaler's skip.
