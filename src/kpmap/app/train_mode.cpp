@@ -94,10 +94,15 @@ Json train_report(const Config& config, const Mesh& mesh, const TrainResult& res
   report["weights_rel_error"] = result.weights_rel_error;
   report["timing"] = timing_json(mesh.comm(), result.timers);
   report["comm_bytes"] = bytes_stat(mesh.comm(), result.comm_bytes_per_step);
+  report["comm_calls"] = to_json(stat_over_ranks(mesh.comm(), result.comm_calls_per_step));
   report["memory"] = {{"parameters", bytes_stat(mesh.comm(), result.param_bytes)},
                       {"gradients", bytes_stat(mesh.comm(), result.gradient_bytes)},
                       {"optimizer_state", bytes_stat(mesh.comm(), result.optimizer_bytes)},
                       {"data", bytes_stat(mesh.comm(), result.data_bytes)}};
+  if (config.comm.strategy == "reduce_scatter") {
+    report["shard"] = {{"elements", to_json(stat_over_ranks(mesh.comm(), static_cast<double>(result.shard_elements)))},
+                       {"padding", to_json(stat_over_ranks(mesh.comm(), static_cast<double>(result.shard_padding)))}};
+  }
   return report;
 }
 

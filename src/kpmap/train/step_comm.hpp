@@ -5,8 +5,7 @@
 //   sum_partial_products(z): psum over `model` of this model rank's partial X w (+ b).
 //   start(k) ... finish():   the weighted pmean over `data` of the step's statistics
 //                            stats = [grad sums..., loss_sum, count] (Acc, the kernels'
-//                            accumulation type; n + 2 slots for n parameters), bucket by bucket;
-//                            mean_gradient() does all of it once the statistics are complete.
+//                            accumulation type; n + 2 slots for n parameters), bucket by bucket.
 //   gather_params(shard):    reduce_scatter only: all_gather of the updated shards over `data`.
 //   all_finite(ok):          one psum of a flag over the whole mesh (dynamic loss scaling).
 //
@@ -224,12 +223,9 @@ class StepComm {
     with_wire([&](auto& w) { start_bucket(exec, stats, k, rows, scale, w); });
   }
 
-  // Between buckets: lets MPI move the buckets in flight.
+  // Between buckets (overlap): one MPI_Test per bucket in flight, so that MPI moves them.
   void progress() {
-    if (in_flight_ > 0) {
-      int flag = 0;
-      check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, mesh_.comm(), &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
-    }
+    for (Request& request : requests_) request.test();
   }
 
   // After start() of every bucket: the mean gradient (grad, M, extent shard_size()), unscaled,
@@ -240,14 +236,6 @@ class StepComm {
     StepTotals totals;
     with_wire([&](auto& w) { totals = finish_wire(exec, grad, w); });
     return totals;
-  }
-
-  // stats (n + 2, Acc) -> grad: every bucket at once.
-  template <class M>
-  StepTotals mean_gradient(const execution_space& exec, const View1<Acc>& stats, long long rows, double scale,
-                           const View1<M>& grad) {
-    for (long long k = 0; k < buckets(); ++k) start(exec, stats, k, rows, scale);
-    return finish(exec, grad);
   }
 
   // reduce_scatter: every rank's updated shard (extent shard_size()) into `gathered`
@@ -348,9 +336,13 @@ class StepComm {
     exec.fence();
     const long long begin = layout_.bucket_begin(k), width = layout_.bucket_width(k);
     const auto send = Kokkos::subview(w.send, Kokkos::make_pair(begin, begin + layout_.ranks * width));
-    if (sharded()) {
-      const long long lo = k * layout_.bucket;
-      psum_scatter(mesh_, "data", send, Kokkos::subview(w.recv, Kokkos::make_pair(lo, lo + width)), 0, true);
+    const long long lo = k * layout_.bucket;
+    const auto recv = sharded() ? Kokkos::subview(w.recv, Kokkos::make_pair(lo, lo + width)) : send;
+    if (spec_.overlap) {
+      requests_.push_back(sharded() ? ipsum_scatter(mesh_, "data", send, recv, 0, true)
+                                    : ipsum(mesh_, "data", send, send));
+    } else if (sharded()) {
+      psum_scatter(mesh_, "data", send, recv, 0, true);
     } else {
       psum(mesh_, "data", send, send);
     }
@@ -359,6 +351,8 @@ class StepComm {
 
   template <class M, class C>
   StepTotals finish_wire(const execution_space& exec, const View1<M>& grad, step_comm_detail::Wire<C>& w) {
+    wait_all(requests_);
+    requests_.clear();
     const View1<C>& reduced = result(w);
     const long long n = static_cast<long long>(grad.extent(0));
     const auto tail = Kokkos::subview(reduced, Kokkos::make_pair(n, n + 2));
@@ -398,7 +392,7 @@ class StepComm {
   Kokkos::View<int*, Kokkos::HostSpace> flag_, exponent_;
   std::size_t bytes_ = 0;
   long long calls_ = 0;
-  int in_flight_ = 0;
+  std::vector<Request> requests_;  // buckets in flight (overlap)
 };
 
 }  // namespace kpmap

@@ -11,8 +11,11 @@
 
 namespace kpmap {
 
-enum class Phase { total, compute, comm, optimizer };
-inline constexpr std::array<Phase, 4> all_phases{Phase::total, Phase::compute, Phase::comm, Phase::optimizer};
+// comm: time spent in communication calls and waiting for them; comm_in_flight (comm.overlap
+// only): time gradient buckets were in flight while this rank computed (also counted in compute).
+enum class Phase { total, compute, comm, comm_in_flight, optimizer };
+inline constexpr std::array<Phase, 5> all_phases{Phase::total, Phase::compute, Phase::comm, Phase::comm_in_flight,
+                                                 Phase::optimizer};
 const char* to_string(Phase phase);
 
 struct Stat {

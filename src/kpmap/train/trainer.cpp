@@ -43,6 +43,7 @@ struct RunState {
   View1<Acc> stats;        // n_params + 2
   View1<M> grad;           // comm.shard_size()
   View1<Acc> z;            // partial products of one micro-batch (model-parallel only)
+  View1<Acc> r;            // comm.overlap: the residuals of the step's rows
   std::unique_ptr<Optimizer<M>> optimizer;
   long long step = 0;
 
@@ -97,6 +98,9 @@ RunState<S, M, Layout> make_state(const TrainSpec& spec, const StepComm<accumula
   if (comm.model_size() > 1) {
     s.z = View1<Acc>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::z"), micro_rows);
   }
+  if (spec.comm_spec.overlap) {
+    s.r = View1<Acc>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::residuals"), s.shard.rows_per_batch());
+  }
   s.optimizer = make_optimizer<M>(spec.optimizer, comm.shard_size());
   return s;
 }
@@ -119,21 +123,24 @@ double first_loss_estimate(const RunState<S, M, Layout>& s) {
 
 // Local sums over this rank's slice of the step's batch, micro-batch by micro-batch; the
 // partial products of each micro-batch are summed over `model` first when features are split.
+// split (comm.overlap): pass 1 only, the residuals of every row into s.r, the bias gradient and
+// the loss; the gradient of w follows bucket by bucket (column_sums), with the same sums.
 template <class S, class M, class Layout, class Model, class Comm>
-double local_sums(RunState<S, M, Layout>& s, Model& model, Comm& comm, long long accumulation, Timers& timers) {
+double local_sums(RunState<S, M, Layout>& s, Model& model, Comm& comm, long long accumulation, bool split,
+                  Timers& timers) {
   const execution_space exec;
   const auto [w, b] = split_params(s.params, s.features_local);
   const auto [gw, gb] = split_params(s.grads(), s.features_local);
-  const long long k = s.shard.plan.batch_of_step(s.step);
-  const Range rows = s.shard.batch_rows(k);
+  const Range rows = s.shard.batch_rows(s.shard.plan.batch_of_step(s.step));
   double loss_sum = 0;
   for (long long j = 0; j < accumulation; ++j) {
     const Range part = block_range(rows.size(), j, accumulation);
     const auto X = s.shard.sub_x(rows.begin + part.begin, part.size());
     const auto y = s.shard.sub_y(rows.begin + part.begin, part.size());
+    const auto r = Kokkos::subview(s.r, split ? Kokkos::make_pair(part.begin, part.end) : Kokkos::make_pair(0LL, 0LL));
     if (comm.model_size() == 1) {
-      ScopedPhase phase(timers, Phase::compute, "gradient", exec);
-      loss_sum += model.fused(exec, X, y, w, b, gw, gb);
+      ScopedPhase phase(timers, Phase::compute, split ? "residual" : "gradient", exec);
+      loss_sum += split ? model.residual(exec, X, y, w, b, r, gb) : model.fused(exec, X, y, w, b, gw, gb);
       continue;
     }
     const auto z = Kokkos::subview(s.z, Kokkos::make_pair(0LL, part.size()));
@@ -147,10 +154,29 @@ double local_sums(RunState<S, M, Layout>& s, Model& model, Comm& comm, long long
       ScopedPhase phase(timers, Phase::comm, "psum_model", exec);
       comm.sum_partial_products(z);
     }
-    ScopedPhase phase(timers, Phase::compute, "backward", exec);
-    loss_sum += model.backward(exec, X, z, y, gw, gb);
+    ScopedPhase phase(timers, Phase::compute, split ? "residual" : "backward", exec);
+    loss_sum += split ? model.residual_from_z(exec, X, z, y, r, gb) : model.backward(exec, X, z, y, gw, gb);
   }
   return loss_sum;
+}
+
+// comm.overlap, pass 2: the gradient of the columns among `slots` (one bucket's; the slots past
+// the features are the bias, summed in pass 1), every micro-batch, in micro-batch order.
+template <class S, class M, class Layout, class Model>
+void column_sums(RunState<S, M, Layout>& s, Model& model, const std::vector<Range>& slots, long long accumulation,
+                 Timers& timers) {
+  const execution_space exec;
+  ScopedPhase phase(timers, Phase::compute, "gradient_columns", exec);
+  const Range rows = s.shard.batch_rows(s.shard.plan.batch_of_step(s.step));
+  for (const Range& slot : slots) {
+    const long long c0 = slot.begin, c1 = std::min(slot.end, s.features_local);
+    for (long long j = 0; c0 < c1 && j < accumulation; ++j) {
+      const Range part = block_range(rows.size(), j, accumulation);
+      model.gradient_columns(exec, s.shard.sub_x(rows.begin + part.begin, part.size()),
+                             Kokkos::subview(s.r, Kokkos::make_pair(part.begin, part.end)), c0,
+                             Kokkos::subview(s.stats, Kokkos::make_pair(c0, c1)));
+    }
+  }
 }
 
 // The kernels' parameters from the updated master weights: a cast (allreduce, S != M), and under
@@ -174,18 +200,30 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
   using Acc = accumulation_t<S>;
   const execution_space exec;
   Kokkos::deep_copy(exec, s.stats, Acc(0));
-  const double loss_sum = local_sums(s, model, comm, spec.accumulation, timers);
+  const bool overlap = spec.comm_spec.overlap;
+  const double loss_sum = local_sums(s, model, comm, spec.accumulation, overlap, timers);
   const std::array<Acc, 2> tail{static_cast<Acc>(loss_sum), static_cast<Acc>(s.shard.rows_per_batch())};
   Kokkos::deep_copy(exec, Kokkos::subview(s.stats, s.n_params), tail[0]);
   Kokkos::deep_copy(exec, Kokkos::subview(s.stats, s.n_params + 1), tail[1]);
-  if (s.step + 1 == spec.inject_step && rank == spec.inject_rank) {
-    Kokkos::deep_copy(exec, Kokkos::subview(s.stats, 0), std::numeric_limits<Acc>::infinity());
-  }
   HistoryEntry entry{s.step + 1, 0.0, scaler.scale(), false};
+  // Bucket by bucket: without overlap every slot is final already; with it, each bucket's columns
+  // are computed first, and its reduction is in flight while the next bucket's are computed.
+  double first_start = 0;
+  for (long long k = 0; k < comm.buckets(); ++k) {
+    if (overlap) column_sums(s, model, comm.bucket_slots(k), spec.accumulation, timers);
+    if (k == 0 && s.step + 1 == spec.inject_step && rank == spec.inject_rank) {  // slot 0 is in bucket 0
+      Kokkos::deep_copy(exec, Kokkos::subview(s.stats, 0), std::numeric_limits<Acc>::infinity());
+    }
+    ScopedPhase phase(timers, Phase::comm, "reduce_gradient", exec);
+    comm.start(exec, s.stats, k, spec.batch, scaler.scale());
+    if (k == 0) first_start = MPI_Wtime();
+    comm.progress();
+  }
+  if (overlap && comm.data_size() > 1) timers.add(Phase::comm_in_flight, MPI_Wtime() - first_start);
   bool apply = true;
   {
     ScopedPhase phase(timers, Phase::comm, "reduce_gradient", exec);
-    entry.loss = comm.mean_gradient(exec, s.stats, spec.batch, scaler.scale(), s.grad).loss;
+    entry.loss = comm.finish(exec, s.grad).loss;
     if (scaler.dynamic()) apply = scaler.update(comm.all_finite(comm.locally_finite(exec)));
   }
   entry.skipped = !apply;

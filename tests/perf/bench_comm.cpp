@@ -1,0 +1,149 @@
+// The training step's gradient communication, run on two ranks of one data axis
+// (docs/performance.md):
+//   1. communication time per step (the report's timing.comm) for allreduce against
+//      reduce_scatter + all_gather, each with an fp32 and a bf16 wire, on a gradient of
+//      --features fp32 elements (1 MiB by default);
+//   2. step time with comm.overlap on against off (same buckets), on a problem whose
+//      communication is a large part of the step (a small local batch).
+// The variants run interleaved, --repetitions times each, so a drift of the host hits them alike;
+// each figure is the median over repetitions of the maximum over ranks.
+//
+//   OMP_NUM_THREADS=1 mpiexec -n 2 build/default/tests/perf/bench_comm [--features=262144]
+//   [--rows=8] [--steps=20] [--repetitions=7] [--bucket_bytes=262144]
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kpmap/train/trainer.hpp"
+
+namespace {
+
+struct Options {
+  long long features = 262144;  // 1 MiB of fp32 gradient
+  long long rows = 8;           // rows per rank and step
+  long long steps = 20;
+  int repetitions = 7;
+  long long bucket_bytes = 262144;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto number = [&](const char* key, auto& out) {
+      if (a.rfind(key, 0) != 0) return false;
+      out = static_cast<std::remove_reference_t<decltype(out)>>(std::atoll(a.c_str() + std::strlen(key)));
+      return true;
+    };
+    if (!number("--features=", o.features) && !number("--rows=", o.rows) && !number("--steps=", o.steps) &&
+        !number("--repetitions=", o.repetitions) && !number("--bucket_bytes=", o.bucket_bytes)) {
+      std::fprintf(stderr, "bench_comm: unknown argument '%s'\n", a.c_str());
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double max_over_ranks(double local) {
+  double m = 0;
+  MPI_Allreduce(&local, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
+
+struct Variant {
+  std::string name;
+  kpmap::CommStrategy strategy;
+  kpmap::Dtype wire;
+  long long bucket_bytes;
+  bool overlap;
+};
+
+struct Sample {
+  double comm, step;  // seconds per step, max over ranks
+  std::size_t bytes;
+  double calls;
+};
+
+Sample run(kpmap::TrainSpec spec, const Variant& v, const kpmap::Mesh& mesh) {
+  spec.comm = v.wire;
+  spec.comm_spec = {v.strategy, v.bucket_bytes, v.overlap};
+  const auto r = kpmap::train(spec, mesh);
+  const double steps = static_cast<double>(spec.steps);
+  return {max_over_ranks(r.timers.seconds(kpmap::Phase::comm) / steps),
+          max_over_ranks(r.timers.seconds(kpmap::Phase::total) / steps), r.comm_bytes_per_step,
+          r.comm_calls_per_step};
+}
+
+void table(const char* title, const kpmap::TrainSpec& spec, const std::vector<Variant>& variants, const Options& o,
+           const kpmap::Mesh& mesh, bool root) {
+  std::vector<std::vector<Sample>> samples(variants.size());
+  for (int rep = 0; rep < o.repetitions; ++rep) {
+    for (std::size_t v = 0; v < variants.size(); ++v) samples[v].push_back(run(spec, variants[v], mesh));
+  }
+  if (!root) return;
+  std::printf("\n%s\n%-28s %12s %12s %12s %8s %10s %10s\n", title, "variant", "comm ms", "step ms", "bytes/step",
+              "calls", "comm/ref", "step/ref");
+  double ref_comm = 0, ref_step = 0;
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    std::vector<double> comm, step;
+    for (const Sample& s : samples[v]) comm.push_back(s.comm), step.push_back(s.step);
+    const double c = median(comm), t = median(step);
+    if (v == 0) ref_comm = c, ref_step = t;
+    std::printf("%-28s %12.3f %12.3f %12zu %8.1f %10.3f %10.3f\n", variants[v].name.c_str(), 1e3 * c, 1e3 * t,
+                samples[v][0].bytes, samples[v][0].calls, c / ref_comm, t / ref_step);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    const Options o = parse(argc, argv);
+    int ranks = 1, rank = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const kpmap::Mesh mesh(MPI_COMM_WORLD, {{"data", ranks}});
+    kpmap::TrainSpec spec;
+    spec.problem = {o.rows * ranks * 4, o.features, /*bias*/ true, /*noise*/ 0.1, /*seed*/ 5};
+    spec.batch = o.rows * ranks;
+    spec.steps = o.steps;
+    spec.optimizer.lr = 1e-3;
+    spec.compute = spec.params = kpmap::Dtype::fp32;
+    if (rank == 0) {
+      std::printf("bench_comm: %d ranks, %lld features (%.2f MiB fp32 gradient), %lld rows per rank, %lld steps, "
+                  "median of %d\n",
+                  ranks, o.features, 4.0 * static_cast<double>(o.features) / (1 << 20), o.rows, o.steps,
+                  o.repetitions);
+    }
+    using kpmap::CommStrategy;
+    using kpmap::Dtype;
+    table("communication per step (timing.comm)", spec,
+          {{"allreduce fp32", CommStrategy::allreduce, Dtype::fp32, 0, false},
+           {"allreduce bf16", CommStrategy::allreduce, Dtype::bf16, 0, false},
+           {"reduce_scatter fp32", CommStrategy::reduce_scatter, Dtype::fp32, 0, false},
+           {"reduce_scatter bf16", CommStrategy::reduce_scatter, Dtype::bf16, 0, false}},
+          o, mesh, rank == 0);
+    const std::string buckets = "buckets " + std::to_string(o.bucket_bytes) + " B";
+    table("step time with overlap (allreduce fp32)", spec,
+          {{buckets, CommStrategy::allreduce, Dtype::fp32, o.bucket_bytes, false},
+           {buckets + ", overlap", CommStrategy::allreduce, Dtype::fp32, o.bucket_bytes, true},
+           {"one message", CommStrategy::allreduce, Dtype::fp32, 0, false}},
+          o, mesh, rank == 0);
+  }
+  MPI_Finalize();
+  return 0;
+}
