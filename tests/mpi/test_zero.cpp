@@ -161,7 +161,9 @@ TEST(Zero, AccumulationDividesCallsPerSample) {
 }
 
 // Buckets and overlap move the same sums: bitwise the history of one bucket without overlap,
-// for both strategies, both kernels, fp64, fp32 and a bf16 wire, on every mesh.
+// for both strategies, fp64 and a bf16 wire, on every mesh; with the kokkos_kernels kernel the
+// overlap's column windows go through BLAS, which sums a window's columns in its own blocking, so
+// there the history agrees to rounding (buckets without overlap stay bitwise).
 TEST(Zero, BucketsAndOverlapKeepTheSums) {
   struct Case {
     Dtype compute, params, comm;
@@ -192,7 +194,13 @@ TEST(Zero, BucketsAndOverlapKeepTheSums) {
           const std::string what = name(axes) + " " + to_string(strategy) + " " + kpmap::to_string(c.compute) + " " +
                                    kpmap::to_string(c.kernel) + " bucket " + std::to_string(bucket) +
                                    (overlap ? " overlap" : "");
-          expect_identical(kpmap::train(with(base, strategy, bucket, overlap), mesh), want, what);
+          const auto got = kpmap::train(with(base, strategy, bucket, overlap), mesh);
+          if (overlap && c.kernel == GradientKernel::kokkos_kernels) {
+            // gemv on a window of columns: OpenBLAS blocks columns its own way (docs/train.md)
+            kpmap::test::expect_same_history(got, want, 1e-13, what);
+          } else {
+            expect_identical(got, want, what);
+          }
         }
       }
     }

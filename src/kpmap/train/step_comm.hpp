@@ -113,7 +113,11 @@ void to_wire(const execution_space& exec, const WireLayout& layout, const View1<
           return;
         }
         const double factor = i < n ? grad_factor : i == n ? loss_factor : count_factor;
-        wire(p) = static_cast<C>(static_cast<double>(stats(i)) * factor);
+        if constexpr (std::is_same_v<Acc, float>) {  // float sums: the product in float, rounded once more to C
+          wire(p) = static_cast<C>(stats(i) * static_cast<float>(factor));
+        } else {
+          wire(p) = static_cast<C>(static_cast<double>(stats(i)) * factor);
+        }
       });
 }
 
