@@ -54,9 +54,10 @@ void convert_into(const Dst& dst, const Src& src, bool accumulate) {
 template <class Acc>
 using WideMatrix = Kokkos::View<Acc**, Kokkos::LayoutLeft, device_type, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
+// An Acc copy of the columns [c0, c0 + width) of X, over `storage` (>= n * width elements).
 template <class Acc, class XView>
-WideMatrix<Acc> widen_matrix(const XView& X, const View1<Acc>& storage) {
-  const long long n = static_cast<long long>(X.extent(0)), F = static_cast<long long>(X.extent(1));
+WideMatrix<Acc> widen_columns(const XView& X, const View1<Acc>& storage, long long c0, long long width) {
+  const long long n = static_cast<long long>(X.extent(0)), F = width;
   const WideMatrix<Acc> wide(storage.data(), n, F);
   if constexpr (std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>) {
     // 16 rows per work item: the rows are read in order, and the 16 elements of one column
@@ -66,7 +67,7 @@ WideMatrix<Acc> widen_matrix(const XView& X, const View1<Acc>& storage) {
         "kpmap::model::widen_x", blas_policy(0, (n + rows - 1) / rows), KOKKOS_LAMBDA(long long item) {
           const long long i0 = item * rows, i1 = i0 + rows < n ? i0 + rows : n;
           for (long long j = 0; j < F; ++j) {
-            for (long long i = i0; i < i1; ++i) wide(i, j) = static_cast<Acc>(X(i, j));
+            for (long long i = i0; i < i1; ++i) wide(i, j) = static_cast<Acc>(X(i, c0 + j));
           }
         });
   } else {
@@ -77,10 +78,15 @@ WideMatrix<Acc> widen_matrix(const XView& X, const View1<Acc>& storage) {
         "kpmap::model::widen_x", blas_policy(0, chunks * F), KOKKOS_LAMBDA(long long item) {
           const long long j = item / chunks, i0 = (item % chunks) * chunk;
           const long long i1 = i0 + chunk < n ? i0 + chunk : n;
-          for (long long i = i0; i < i1; ++i) wide(i, j) = static_cast<Acc>(X(i, j));
+          for (long long i = i0; i < i1; ++i) wide(i, j) = static_cast<Acc>(X(i, c0 + j));
         });
   }
   return wide;
+}
+
+template <class Acc, class XView>
+WideMatrix<Acc> widen_matrix(const XView& X, const View1<Acc>& storage) {
+  return widen_columns(X, storage, 0, static_cast<long long>(X.extent(1)));
 }
 
 // The first v.extent(0) elements of `storage`, set to Acc(v(i)).
@@ -135,16 +141,29 @@ void blas_residual_from_z(const ZView& z, const YView& y, const View1<T>& r) {
   }
 }
 
-// grad_w += 2 X^T r, grad_b += 2 sum(r); returns sum(r^2).
-template <class T, class Acc, class XView, class GWView, class GBView>
-double blas_gradient(const XView& X, const View1<T>& r, const GWView& grad_w, const GBView& grad_b,
-                     const View1<T>& work) {
+// dst(i) = D(src(i)).
+template <class Dst, class Src>
+void cast_into(const Dst& dst, const Src& src) {
+  using D = typename Dst::non_const_value_type;
+  Kokkos::parallel_for(
+      "kpmap::model::cast", blas_policy(0, static_cast<long long>(dst.extent(0))),
+      KOKKOS_LAMBDA(long long i) { dst(i) = static_cast<D>(src(i)); });
+}
+
+// grad_w += 2 X^T r over the columns of X (all of them, or a window of the full gradient).
+template <class T, class Acc, class XView, class RView, class GWView>
+void blas_columns(const XView& X, const RView& r, const GWView& grad_w, const View1<T>& work) {
   if constexpr (std::is_same_v<T, Acc>) {
     KokkosBlas::gemv("T", T(2), X, r, T(1), grad_w);
   } else {
     KokkosBlas::gemv("T", T(2), X, r, T(0), work);
     convert_into(grad_w, work, true);
   }
+}
+
+// grad_b += 2 sum(r) (when grad_b has a slot); returns sum(r^2) once everything has completed.
+template <class T, class Acc, class RView, class GBView>
+double blas_residual_sums(const RView& r, const GBView& grad_b) {
   if (grad_b.extent(0) > 0) {
     const Acc two_sum = Acc(2) * static_cast<Acc>(KokkosBlas::sum(r));
     Kokkos::parallel_for(
@@ -154,6 +173,14 @@ double blas_gradient(const XView& X, const View1<T>& r, const GWView& grad_w, co
   const double loss = static_cast<double>(KokkosBlas::dot(r, r));
   Kokkos::fence();
   return loss;
+}
+
+// grad_w += 2 X^T r, grad_b += 2 sum(r); returns sum(r^2).
+template <class T, class Acc, class XView, class GWView, class GBView>
+double blas_gradient(const XView& X, const View1<T>& r, const GWView& grad_w, const GBView& grad_b,
+                     const View1<T>& work) {
+  blas_columns<T, Acc>(X, r, grad_w, work);
+  return blas_residual_sums<T, Acc>(r, grad_b);
 }
 
 }  // namespace kpmap::model_detail

@@ -38,12 +38,19 @@ template <class Acc>
 inline constexpr int simd_lanes = 64 / static_cast<int>(sizeof(Acc)) > 16 ? 16 : 64 / static_cast<int>(sizeof(Acc));
 
 // sum_j Acc(x[j]) * Acc(w[j]) over contiguous x and w, with `lanes` independent accumulators.
-template <class Acc, class T, class W>
-KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_RESTRICT w, long long n) {
+// With `prefetch`, the same lines of the row at `next` are requested meanwhile (a pass that only
+// forms residuals has no axpy to request them in).
+template <class Acc, bool prefetch = false, class T, class W>
+KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_RESTRICT w, long long n,
+                                   const T* next = nullptr) {
   constexpr int lanes = simd_lanes<Acc>;
+  constexpr long long line = 64 / static_cast<long long>(sizeof(T));
   Acc part[lanes] = {};
   long long j = 0;
   for (; j + lanes <= n; j += lanes) {
+    if constexpr (prefetch) {
+      if (j % line == 0) prefetch_hint(next + j);
+    }
     for (int k = 0; k < lanes; ++k) part[k] += static_cast<Acc>(x[j + k]) * static_cast<Acc>(w[j + k]);
   }
   for (int k = 0; j + k < n; ++k) part[k] += static_cast<Acc>(x[j + k]) * static_cast<Acc>(w[j + k]);
@@ -54,14 +61,21 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
 }
 
 // out[q] = sum_j Acc(x[q * stride + j]) * Acc(w[j]) for q < rows: the rows interleaved, so each
-// load of w serves all of them, with 32 bytes of independent partial sums per row.
-template <int rows, class Acc, class T, class W>
+// load of w serves all of them, with 32 bytes of independent partial sums per row. With
+// `prefetch`, the same lines of the rows at `next` are requested meanwhile.
+template <int rows, bool prefetch = false, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
-                                      long long n, Acc* out) {
+                                      long long n, Acc* out, const T* next = nullptr) {
   constexpr int lanes = 32 / static_cast<int>(sizeof(Acc));
+  constexpr long long line = 64 / static_cast<long long>(sizeof(T));
   Acc part[rows][lanes] = {};
   long long j = 0;
   for (; j + lanes <= n; j += lanes) {
+    if constexpr (prefetch) {
+      if (j % line == 0) {
+        for (int q = 0; q < rows; ++q) prefetch_hint(next + q * stride + j);
+      }
+    }
     for (int q = 0; q < rows; ++q) {
       for (int k = 0; k < lanes; ++k) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
     }
@@ -129,39 +143,94 @@ KOKKOS_INLINE_FUNCTION Acc dot_row(const XView& X, long long i, const WView& w) 
   }
 }
 
+// g[j] += a * X(i, c0 + j) for j < n.
 template <class Acc, class XView>
-KOKKOS_INLINE_FUNCTION void axpy_row(Acc* g, Acc a, const XView& X, long long i) {
-  const long long F = static_cast<long long>(X.extent(1));
+KOKKOS_INLINE_FUNCTION void axpy_row(Acc* g, Acc a, const XView& X, long long i, long long c0, long long n) {
   if constexpr (rows_contiguous_v<XView>) {
-    row_axpy(g, a, X.data() + i * static_cast<long long>(X.stride(0)), F);
+    row_axpy(g, a, X.data() + i * static_cast<long long>(X.stride(0)) + c0, n);
   } else {
-    for (long long j = 0; j < F; ++j) g[j] += a * static_cast<Acc>(X(i, j));
+    for (long long j = 0; j < n; ++j) g[j] += a * static_cast<Acc>(X(i, c0 + j));
   }
 }
 
-// Reduction slots: [0, F) sum of r_i x_ij, F sum of r_i, F + 1 sum of r_i^2.
+// sum + a * b, rounded the same way wherever it is inlined: fused when the target has a fast fma
+// (-march=native on x86, or aarch64), else a product then a sum. Written as `sum += a * b`, the
+// rounding was the compiler's choice in each inlining context under its default
+// -ffp-contract=fast: for bf16 the loss sum used a plain product in one instantiation of the same
+// code and an fma in another (the products of 8 residuals vectorised, the sum not), so it could
+// change with code around the kernel. Device passes keep the plain expression.
+template <class Acc>
+KOKKOS_INLINE_FUNCTION Acc add_product(Acc sum, Acc a, Acc b) {
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+  if constexpr (std::is_same_v<Acc, float>) {
+#if defined(__FP_FAST_FMAF)
+    return __builtin_fmaf(a, b, sum);
+#endif
+  } else if constexpr (std::is_same_v<Acc, double>) {
+#if defined(__FP_FAST_FMA)
+    return __builtin_fma(a, b, sum);
+#endif
+  }
+#endif
+  return sum + a * b;
+}
+
+// Which sums a GradientReduce forms.
+//   all:      every column's gradient sum and the residual sums, in one pass over X (fused,
+//             backward).
+//   residual: each row's residual r_i, stored in `res`, and the residual sums; no column touched
+//             (pass 1 of LinearModel::residual / residual_from_z).
+//   columns:  the gradient sums of the columns [c0, c0 + width) from the stored r_i (pass 2,
+//             LinearModel::gradient_columns, one call per window).
+// The split is bitwise the one-pass result on host backends, for any partition of the columns
+// into windows, because every part runs the same work items (8 rows each) through the same
+// parallel_reduce, so each thread gets the same items in the same order and the per-thread sums
+// are joined in the same order; r_i is formed by the same code (block_dot / row_dot / pair_dot
+// as in the one-pass path), and each column's sum is the same sequence g_j += r_q x_qj, which
+// block_axpy, pair_axpy and row_axpy perform one column at a time (the window only offsets the
+// row pointer; pair order is relative to the window's first column).
+enum class Part { all, residual, columns };
+
+// Reduction slots: [0, W) sum of r_i x_ij over the W columns summed (all: the F columns of X;
+// columns: the window; residual: none), W sum of r_i, W + 1 sum of r_i^2 (left 0 by columns).
 // Residual r_i = x_i . w + b - y_i (Fused tag) or z_i - y_i (FromZ tag, z already holds
 // the psum over `model` of the partial products plus b).
 struct Fused {};
 struct FromZ {};
 
-template <class Tag, class Acc, class XView, class YView, class WView, class BView, class ZView>
+template <class Tag, class Acc, class XView, class YView, class WView, class BView, class ZView,
+          Part part = Part::all, class RView = ZView>
 struct GradientReduce {
   using value_type = Acc[];
   using size_type = std::size_t;
 
-  size_type value_count;
+  size_type value_count;  // W + 2
   XView X;
   YView y;
   WView w;  // Fused only
   BView b;  // Fused only; extent 0 when the model has no bias
   ZView z;  // FromZ only
+  RView res;            // the residuals: written by residual, read by columns
+  long long c0 = 0;     // columns only: the window's first column
+  long long width = 0;  // columns only: the window's width
 
   // Rows per work item: the blocked kernels need rows contiguous in memory.
   static constexpr int block = 8;
   static_assert(!(pair_order_v<Acc, XView> && std::is_same_v<Tag, Fused>) ||
                     std::is_same_v<typename WView::non_const_value_type, bf16>,
                 "bf16 rows are read with bf16 weights (the parameters are stored in the type of X)");
+
+  // The columns whose gradient sums this part forms: [first_col(), first_col() + cols()).
+  KOKKOS_INLINE_FUNCTION long long first_col() const { return part == Part::columns ? c0 : 0; }
+  KOKKOS_INLINE_FUNCTION long long cols() const {
+    if constexpr (part == Part::all) {
+      return static_cast<long long>(X.extent(1));
+    } else if constexpr (part == Part::columns) {
+      return width;
+    } else {
+      return 0;
+    }
+  }
 
   KOKKOS_INLINE_FUNCTION void operator()(long long item, value_type acc) const {
     const long long n = static_cast<long long>(X.extent(0));
@@ -184,21 +253,36 @@ struct GradientReduce {
 
   KOKKOS_INLINE_FUNCTION void one_row(long long i, value_type acc) const {
     const long long F = static_cast<long long>(X.extent(1));
-    Acc r = residual_offset(i);
-    if constexpr (pair_order_v<Acc, XView>) {  // the gradient sums are in pair order
-      const auto* x = X.data() + i * static_cast<long long>(X.stride(0));
-      if constexpr (std::is_same_v<Tag, Fused>) {
+    Acc r;
+    if constexpr (part == Part::columns) {
+      r = res(i);
+    } else {
+      r = residual_offset(i);
+      if constexpr (std::is_same_v<Tag, Fused> && pair_order_v<Acc, XView>) {
+        const auto* x = X.data() + i * static_cast<long long>(X.stride(0));
         Acc d;
         pair_dot<1>(x, 0, w.data(), F, &d, x, 0);
         r += d;
+      } else if constexpr (std::is_same_v<Tag, Fused>) {
+        r += dot_row<Acc>(X, i, w);
       }
-      pair_axpy<1>(acc, &r, x, 0, F, x, 1);
-    } else {
-      if constexpr (std::is_same_v<Tag, Fused>) r += dot_row<Acc>(X, i, w);
-      axpy_row(acc, r, X, i);
     }
-    acc[F] += r;
-    acc[F + 1] += r * r;
+    if constexpr (part != Part::residual) {
+      if constexpr (pair_order_v<Acc, XView>) {  // the gradient sums are in pair order
+        const auto* x = X.data() + i * static_cast<long long>(X.stride(0)) + first_col();
+        pair_axpy<1>(acc, &r, x, 0, cols(), x, 1);
+      } else {
+        axpy_row(acc, r, X, i, first_col(), cols());
+      }
+    }
+    add_residuals<1>(i, &r, acc);
+  }
+
+  // The next work item's rows (from x, the rows of the block at i0): usually this thread's next
+  // block; x itself at the end of X.
+  template <class T>
+  KOKKOS_INLINE_FUNCTION const T* next_rows(long long i0, const T* x, long long stride) const {
+    return i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
   }
 
   KOKKOS_INLINE_FUNCTION void rows_block(long long i0, value_type acc) const {
@@ -206,27 +290,38 @@ struct GradientReduce {
     const long long stride = static_cast<long long>(X.stride(0));
     const auto* x = X.data() + i0 * stride;
     using T = typename XView::non_const_value_type;
+    // The next work item's rows are requested during the axpy, or, in a pass without one,
+    // during the dot products.
+    constexpr bool dot_prefetch = part == Part::residual;
+    const T* dot_next = nullptr;
+    if constexpr (dot_prefetch) dot_next = next_rows(i0, x, stride);
     Acc r[block];
-    if constexpr (std::is_same_v<Tag, Fused> && interleaved_dot_v<Acc, T>) {
+    if constexpr (part == Part::columns) {
+      for (int q = 0; q < block; ++q) r[q] = res(i0 + q);
+    } else if constexpr (std::is_same_v<Tag, Fused> && interleaved_dot_v<Acc, T>) {
       Acc d[block];
-      block_dot<block>(x, stride, w.data(), F, d);
+      block_dot<block, dot_prefetch>(x, stride, w.data(), F, d, dot_next);
       for (int q = 0; q < block; ++q) r[q] = residual_offset(i0 + q) + d[q];
     } else {
       for (int q = 0; q < block; ++q) {
         r[q] = residual_offset(i0 + q);
-        if constexpr (std::is_same_v<Tag, Fused>) r[q] += row_dot<Acc>(x + q * stride, w.data(), F);
+        if constexpr (std::is_same_v<Tag, Fused>) {
+          r[q] += row_dot<Acc, dot_prefetch>(x + q * stride, w.data(), F, dot_prefetch ? dot_next + q * stride : nullptr);
+        }
       }
     }
-    // The next work item's rows, usually this thread's next block; x itself at the end of X.
-    const auto* next = i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
-    block_axpy<block>(acc, r, x, stride, F, next);
-    add_residuals(r, acc);
+    if constexpr (part != Part::residual) {
+      const auto* next = i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
+      block_axpy<block>(acc, r, x + first_col(), stride, cols(), next + first_col());
+    }
+    add_residuals<block>(i0, r, acc);
   }
 
   // bf16 rows (bf16_kernels.hpp). With a dot product, it requests the first half of the next
   // block's rows and the axpy the second half, so memory streams during both phases: bf16 has
   // twice fp32's arithmetic per byte, and requesting every row in the axpy, as rows_block does,
-  // left memory idle for longer (measured: docs/performance.md).
+  // left memory idle for longer (measured: docs/performance.md). A pass with only one of the
+  // two phases requests every row in it.
   KOKKOS_INLINE_FUNCTION void pair_block(long long i0, value_type acc) const {
     const long long F = static_cast<long long>(X.extent(1));
     const long long stride = static_cast<long long>(X.stride(0));
@@ -234,22 +329,36 @@ struct GradientReduce {
     const auto* next = i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
     Acc r[block];
     int axpy_prefetch_from = 0;
-    if constexpr (std::is_same_v<Tag, Fused>) {
-      pair_dot<block>(x, stride, w.data(), F, r, next, block / 2);
-      axpy_prefetch_from = block / 2;
+    if constexpr (part == Part::columns) {
+      for (int q = 0; q < block; ++q) r[q] = res(i0 + q);
     } else {
-      for (int q = 0; q < block; ++q) r[q] = 0;
+      if constexpr (std::is_same_v<Tag, Fused>) {
+        pair_dot<block>(x, stride, w.data(), F, r, next, part == Part::all ? block / 2 : block);
+        axpy_prefetch_from = block / 2;
+      } else {
+        for (int q = 0; q < block; ++q) r[q] = 0;
+      }
+      for (int q = 0; q < block; ++q) r[q] += residual_offset(i0 + q);
     }
-    for (int q = 0; q < block; ++q) r[q] += residual_offset(i0 + q);
-    pair_axpy<block>(acc, r, x, stride, F, next, axpy_prefetch_from);
-    add_residuals(r, acc);
+    if constexpr (part != Part::residual) {
+      pair_axpy<block>(acc, r, x + first_col(), stride, cols(), next + first_col(), axpy_prefetch_from);
+    }
+    add_residuals<block>(i0, r, acc);
   }
 
-  KOKKOS_INLINE_FUNCTION void add_residuals(const Acc* r, value_type acc) const {
-    const long long F = static_cast<long long>(X.extent(1));
-    for (int q = 0; q < block; ++q) {
-      acc[F] += r[q];
-      acc[F + 1] += r[q] * r[q];
+  // The residual sums of rows [i0, i0 + rows) (all, residual), and the residuals themselves
+  // (residual); nothing for columns.
+  template <int rows>
+  KOKKOS_INLINE_FUNCTION void add_residuals(long long i0, const Acc* r, value_type acc) const {
+    if constexpr (part == Part::residual) {
+      for (int q = 0; q < rows; ++q) res(i0 + q) = r[q];
+    }
+    if constexpr (part != Part::columns) {
+      const long long W = cols();
+      for (int q = 0; q < rows; ++q) {
+        acc[W] += r[q];
+        acc[W + 1] = add_product(acc[W + 1], r[q], r[q]);
+      }
     }
   }
 
@@ -266,7 +375,8 @@ struct GradientReduce {
 #endif
 };
 
-// grad_w += 2 * sums[0, F), grad_b += 2 * sums[F] (when grad_b has a slot); returns sums[F+1].
+// grad_w += 2 * sums[0, W), grad_b += 2 * sums[W] (when grad_b has a slot); returns sums[W+1],
+// where W = grad_w.extent(0) (0: an empty grad_w, for the residual part).
 // pair_order: the reduction kept the gradient sums in pair order (pair_order_v).
 template <class Acc, class GWView, class GBView>
 double add_gradient(const execution_space& exec, const View1<Acc>& sums, const GWView& grad_w,
@@ -285,15 +395,27 @@ double add_gradient(const execution_space& exec, const View1<Acc>& sums, const G
   return static_cast<double>(loss);
 }
 
+// sums (extent W + 2, see Part) <- the reduction of `part` over all rows of X; res: the
+// residuals (written by residual, read by columns); [c0, c0 + width): the columns' window.
+template <class Tag, class Acc, Part part, class XView, class YView, class WView, class BView, class ZView, class RView>
+void reduce_part(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
+                 const ZView& z, const RView& res, long long c0, long long width, const View1<Acc>& sums) {
+  using functor = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView>;
+  const long long W = part == Part::all ? static_cast<long long>(X.extent(1)) : part == Part::columns ? width : 0;
+  functor f{static_cast<std::size_t>(W + 2), X, y, w, b, z, res, c0, width};
+  const auto items = (static_cast<long long>(X.extent(0)) + functor::block - 1) / functor::block;
+  const char* label = part == Part::all        ? "kpmap::model::fused_gradient"
+                      : part == Part::residual ? "kpmap::model::residual"
+                                               : "kpmap::model::gradient_columns";
+  Kokkos::parallel_reduce(label, Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, items), f,
+                          sums);
+}
+
 // sums (extent F + 2) <- the reduction over all rows of X.
 template <class Tag, class Acc, class XView, class YView, class WView, class BView, class ZView>
 void reduce_rows(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
                  const ZView& z, const View1<Acc>& sums) {
-  using functor = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView>;
-  functor f{static_cast<std::size_t>(X.extent(1) + 2), X, y, w, b, z};
-  const auto items = (static_cast<long long>(X.extent(0)) + functor::block - 1) / functor::block;
-  Kokkos::parallel_reduce("kpmap::model::fused_gradient",
-                          Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, items), f, sums);
+  reduce_part<Tag, Acc, Part::all>(exec, X, y, w, b, z, z, 0, 0, sums);
 }
 
 // z_i = x_i . w (+ b when b has a slot), one thread per row.

@@ -24,6 +24,21 @@
 //   double loss_sum = model.backward(exec, X_rows, z, y_rows, grad_w_local, grad_b);
 // (loss_sum is then identical on every model rank: count it on one model rank or divide by M.)
 //
+// Two passes, for overlapping the gradient's reduction with its computation: pass 1 forms every
+// residual of the micro-batch, pass 2 the gradient one column window at a time, so that the
+// reduction of a finished window can start while the next one is computed:
+//   double loss_sum = model.residual(exec, X_rows, y_rows, w, b, r, grad_b);   // M == 1, or
+//   double loss_sum = model.residual_from_z(exec, X_rows, z, y_rows, r, grad_b);  // after psum(z)
+//   for each window [c0, c0 + width) of [0, F_local):
+//     model.gradient_columns(exec, X_rows, r, c0, subview(grad_w, [c0, c0 + width)));
+// r is a View1<Acc> of one slot per row. With GradientKernel::fused on a host backend (Serial, or
+// OpenMP with a fixed thread count) the result is bitwise the one of fused() (residual) or
+// backward() (residual_from_z), for any partition of [0, F_local) into windows, also when
+// accumulating into non-zero gradients: the passes run the one-pass kernel's arithmetic
+// (model/fused_kernels.hpp, Part). The price is a second read of X (each window reads its
+// columns of every row). With kokkos_kernels, pass 2 is gemv "T" on the window; bitwise equality
+// with fused() then depends on the BLAS library (tests/unit/test_model_split.cpp says what holds).
+//
 // Types: T is the storage type of X, y and the parameters; Acc the type residuals, z and the
 // gradient are accumulated in (Acc = T by default; the gradient Views are View1<Acc>). Every
 // call runs its kernels on `exec` and returns after they have completed (the loss sum is read
@@ -106,8 +121,9 @@ class LinearModel {
                   const GWView& grad_w, const GBView& grad_b) {
     check(X, grad_w, grad_b, z.extent(0) == X.extent(0) && y.extent(0) == X.extent(0), "z, y");
     if (kernel_ == GradientKernel::fused) {
-      model_detail::reduce_rows<model_detail::FromZ, Acc>(exec, X, y, grad_w, grad_b, z, sums(X.extent(1)));
-      return model_detail::add_gradient(exec, sums_, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>);
+      const View1<Acc> s = sums(X.extent(1));
+      model_detail::reduce_rows<model_detail::FromZ, Acc>(exec, X, y, grad_w, grad_b, z, s);
+      return model_detail::add_gradient(exec, s, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>);
     }
     exec.fence();
     const View1<C> r = work(rows_, X.extent(0), "kpmap::model::residual");
@@ -123,8 +139,9 @@ class LinearModel {
     check(X, w, b, y.extent(0) == X.extent(0), "y");
     check(X, grad_w, grad_b, true, "");
     if (kernel_ == GradientKernel::fused) {
-      model_detail::reduce_rows<model_detail::Fused, Acc>(exec, X, y, w, b, y, sums(X.extent(1)));
-      return model_detail::add_gradient(exec, sums_, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>);
+      const View1<Acc> s = sums(X.extent(1));
+      model_detail::reduce_rows<model_detail::Fused, Acc>(exec, X, y, w, b, y, s);
+      return model_detail::add_gradient(exec, s, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>);
     }
     exec.fence();
     const View1<C> r = work(rows_, X.extent(0), "kpmap::model::residual");
@@ -133,12 +150,161 @@ class LinearModel {
     return model_detail::blas_gradient<C, Acc>(Xc, r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));
   }
 
+  // ---- The two-pass gradient (see the top of this file) ----
+
+  // Pass 1, one model rank: r(i) = x_i . w + b - y_i for the rows of X, grad_b += 2 sum(r) (when
+  // grad_b has a slot); returns sum(r^2). The arithmetic of fused(): its loss sum and grad_b
+  // bitwise (both kernels, host backends).
+  // kokkos_kernels with 16-bit T: gradient_columns on the same X (same data pointer, extents and
+  // strides) reads the float copy of X made here instead of copying its window again, so X must
+  // not be modified in between. (So does it after fused(), backward() or forward_partial() of
+  // that X; residual_from_z makes no copy, and each window then copies its own columns.)
+  template <class XView, class YView, class WView, class BView, class RView, class GBView>
+  double residual(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
+                  const RView& r, const GBView& grad_b) {
+    check(X, w, b, y.extent(0) == X.extent(0) && r.extent(0) == X.extent(0), "y, r");
+    check(X, w, grad_b, true, "");
+    check_residual_view<RView>();
+    if (kernel_ == GradientKernel::fused) {
+      const View1<Acc> s = sums(0);
+      model_detail::reduce_part<model_detail::Fused, Acc, model_detail::Part::residual>(exec, X, y, w, b, y, r, 0, 0, s);
+      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false);
+    }
+    exec.fence();
+    const View1<C> rc = blas_r(r);
+    model_detail::blas_residual(blas_x(X), blas_w(w), b, y, rc);
+    return blas_finish_residual(r, rc, grad_b);
+  }
+
+  // Pass 1, model-parallel: from z = X w + b (all model ranks' parts), r(i) = z(i) - y(i),
+  // grad_b += 2 sum(r); returns sum(r^2). The arithmetic of backward(): its loss sum and grad_b
+  // bitwise (both kernels, host backends). X gives the rows (and, for fused, the kernel's
+  // work items); it is not read.
+  template <class XView, class ZView, class YView, class RView, class GBView>
+  double residual_from_z(const execution_space& exec, const XView& X, const ZView& z, const YView& y,
+                         const RView& r, const GBView& grad_b) {
+    static_assert(XView::rank == 2 && ZView::rank == 1 && YView::rank == 1 && GBView::rank == 1, "X rank 2, vectors rank 1");
+    check_residual_view<RView>();
+    const std::size_t n = X.extent(0);
+    if (z.extent(0) != n || y.extent(0) != n || r.extent(0) != n || grad_b.extent(0) > 1) {
+      throw ShapeError("kpmap::LinearModel: X is " + std::to_string(n) + " x " + std::to_string(X.extent(1)) +
+                       ", but z, y, r have " + std::to_string(z.extent(0)) + ", " + std::to_string(y.extent(0)) +
+                       ", " + std::to_string(r.extent(0)) + " rows and the bias gradient extent " +
+                       std::to_string(grad_b.extent(0)) + " (0 or 1 allowed)");
+    }
+    if (kernel_ == GradientKernel::fused) {
+      const View1<Acc> s = sums(0);
+      model_detail::reduce_part<model_detail::FromZ, Acc, model_detail::Part::residual>(exec, X, y, r, grad_b, z, r, 0, 0, s);
+      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false);
+    }
+    exec.fence();
+    const View1<C> rc = blas_r(r);
+    model_detail::blas_residual_from_z(z, y, rc);
+    return blas_finish_residual(r, rc, grad_b);
+  }
+
+  // Pass 2: grad_w(j) += 2 sum_i r(i) X(i, c0 + j) for j < grad_w.extent(0), with r from pass 1
+  // on the same X; grad_w is the window [c0, c0 + grad_w.extent(0)) of the full gradient (a
+  // contiguous View1<Acc>). Any partition of [0, F) into windows, one call each, gives the
+  // gradient of fused() / backward() (bitwise with the fused kernel on host backends).
+  template <class XView, class RView, class GWView>
+  void gradient_columns(const execution_space& exec, const XView& X, const RView& r, long long c0,
+                        const GWView& grad_w) {
+    static_assert(XView::rank == 2 && RView::rank == 1 && GWView::rank == 1, "X rank 2, vectors rank 1");
+    static_assert(!std::is_same_v<typename GWView::array_layout, Kokkos::LayoutStride>,
+                  "parameter and gradient Views must be contiguous");
+    static_assert(std::is_same_v<typename RView::non_const_value_type, Acc> &&
+                      !std::is_same_v<typename RView::array_layout, Kokkos::LayoutStride>,
+                  "r is a contiguous View1<Acc>");
+    const long long n = static_cast<long long>(X.extent(0)), F = static_cast<long long>(X.extent(1));
+    const long long width = static_cast<long long>(grad_w.extent(0));
+    if (c0 < 0 || c0 > F - width || static_cast<long long>(r.extent(0)) != n) {
+      throw ShapeError("kpmap::LinearModel: X is " + std::to_string(n) + " x " + std::to_string(F) +
+                       ", but the gradient window [" + std::to_string(c0) + ", " + std::to_string(c0 + width) +
+                       ") is not inside [0, " + std::to_string(F) + ") or r has " + std::to_string(r.extent(0)) +
+                       " rows");
+    }
+    if (kernel_ == GradientKernel::fused) {
+      const View1<Acc> s = sums(static_cast<std::size_t>(width));
+      // The tag only picks how a residual is formed, which this part does not do.
+      model_detail::reduce_part<model_detail::FromZ, Acc, model_detail::Part::columns>(exec, X, r, r, r, r, r, c0, width, s);
+      model_detail::add_gradient(exec, s, grad_w, View1<Acc>(), model_detail::pair_order_v<Acc, XView>);
+      return;
+    }
+    exec.fence();
+    const auto window = Kokkos::make_pair(c0, c0 + width);
+    // r in the type BLAS computes in: r itself, or a copy (exact: C is the narrower type).
+    Kokkos::View<const C*, device_type> rc;
+    if constexpr (std::is_same_v<C, Acc>) {
+      rc = r;
+    } else {
+      const View1<C> copy = work(rows_, X.extent(0), "kpmap::model::residual");
+      model_detail::cast_into(copy, r);
+      rc = copy;
+    }
+    const View1<C> wc = work(cols_, static_cast<std::size_t>(width), "kpmap::model::cols");
+    if constexpr (widens) {
+      // The float copy residual() (or any call that widened) made of this X, else a float copy
+      // of the window's columns, which replaces it.
+      model_detail::WideMatrix<Acc> Xw;
+      if (wide_key_ == XKey::of(X)) {
+        Xw = Kokkos::subview(model_detail::WideMatrix<Acc>(wide_x_.data(), X.extent(0), X.extent(1)), Kokkos::ALL, window);
+      } else {
+        wide_key_ = XKey{};
+        Xw = model_detail::widen_columns(X, work(wide_x_, X.extent(0) * static_cast<std::size_t>(width), "kpmap::model::wide_x"), c0, width);
+      }
+      model_detail::blas_columns<C, Acc>(Xw, rc, grad_w, wc);
+    } else {
+      model_detail::blas_columns<C, Acc>(Kokkos::subview(X, Kokkos::ALL, window), rc, grad_w, wc);
+    }
+    Kokkos::fence();
+  }
+
   // Bytes of the workspace this model holds (for the report's memory field).
   std::size_t workspace_bytes() const {
     return (sums_.span() + wide_x_.span() + wide_w_.span()) * sizeof(Acc) + (rows_.span() + cols_.span()) * sizeof(C);
   }
 
  private:
+  // Which X the float copy in wide_x_ was made of (16-bit storage, kokkos_kernels).
+  struct XKey {
+    const void* data = nullptr;
+    std::size_t rows = 0, cols = 0, stride0 = 0, stride1 = 0;
+    template <class XView>
+    static XKey of(const XView& X) {
+      return {X.data(), X.extent(0), X.extent(1), static_cast<std::size_t>(X.stride(0)), static_cast<std::size_t>(X.stride(1))};
+    }
+    bool operator==(const XKey& o) const {
+      return data == o.data && rows == o.rows && cols == o.cols && stride0 == o.stride0 && stride1 == o.stride1;
+    }
+  };
+
+  template <class RView>
+  static void check_residual_view() {
+    static_assert(RView::rank == 1 && std::is_same_v<typename RView::value_type, Acc> &&
+                      !std::is_same_v<typename RView::array_layout, Kokkos::LayoutStride>,
+                  "r is a contiguous View1<Acc>");
+  }
+  // The residual the BLAS calls write: r itself, or a workspace in C (copied to r afterwards).
+  template <class RView>
+  View1<C> blas_r(const RView& r) {
+    if constexpr (std::is_same_v<C, Acc>) {
+      return r;
+    } else {
+      return work(rows_, r.extent(0), "kpmap::model::residual");
+    }
+  }
+  // The residual sums of the BLAS path (the calls of fused() / backward()), and r from rc.
+  template <class RView, class GBView>
+  double blas_finish_residual(const RView& r, const View1<C>& rc, const GBView& grad_b) {
+    const double loss = model_detail::blas_residual_sums<C, Acc>(rc, grad_b);
+    if constexpr (!std::is_same_v<C, Acc>) {
+      model_detail::cast_into(r, rc);
+      Kokkos::fence();
+    }
+    return loss;
+  }
+
   // Throws ShapeError (a caller bug) unless the Views fit X: vector extent F, bias extent 0 or 1.
   template <class XView, class VView, class BView>
   static void check(const XView& X, const VView& v, const BView& b, bool rows_ok, const char* rows_what) {
@@ -155,12 +321,8 @@ class LinearModel {
                      " (0 or 1 allowed)" + (rows_what[0] ? std::string(" or ") + rows_what + " rows differ" : ""));
   }
 
-  View1<Acc>& sums(std::size_t features) {
-    if (sums_.extent(0) != features + 2) {
-      sums_ = View1<Acc>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::sums"), features + 2);
-    }
-    return sums_;
-  }
+  // The reduction's result for `features` gradient sums (Part in model/fused_kernels.hpp).
+  View1<Acc> sums(std::size_t features) { return work(sums_, features + 2, "kpmap::model::sums"); }
   // The first n elements of a BLAS workspace, grown when too small.
   template <class E>
   static View1<E> work(View1<E>& buffer, std::size_t n, const char* label) {
@@ -171,6 +333,7 @@ class LinearModel {
   template <class XView>
   auto blas_x(const XView& X) {
     if constexpr (widens) {
+      wide_key_ = XKey::of(X);
       return model_detail::widen_matrix(X, work(wide_x_, X.extent(0) * X.extent(1), "kpmap::model::wide_x"));
     } else {
       return X;
@@ -189,6 +352,7 @@ class LinearModel {
   View1<Acc> sums_;
   View1<C> rows_, cols_;      // BLAS workspaces: a residual (rows) and a gradient in C (columns)
   View1<Acc> wide_x_, wide_w_;  // 16-bit storage only: the Acc copies of X and w
+  XKey wide_key_;               // the X wide_x_ holds a copy of (empty: none, or a window only)
 };
 
 }  // namespace kpmap
