@@ -38,12 +38,19 @@ template <class Acc>
 inline constexpr int simd_lanes = 64 / static_cast<int>(sizeof(Acc)) > 16 ? 16 : 64 / static_cast<int>(sizeof(Acc));
 
 // sum_j Acc(x[j]) * Acc(w[j]) over contiguous x and w, with `lanes` independent accumulators.
-template <class Acc, class T, class W>
-KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_RESTRICT w, long long n) {
+// With `prefetch`, the same lines of the row at `next` are requested meanwhile (a pass that only
+// forms residuals has no axpy to request them in).
+template <class Acc, bool prefetch = false, class T, class W>
+KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_RESTRICT w, long long n,
+                                   const T* next = nullptr) {
   constexpr int lanes = simd_lanes<Acc>;
+  constexpr long long line = 64 / static_cast<long long>(sizeof(T));
   Acc part[lanes] = {};
   long long j = 0;
   for (; j + lanes <= n; j += lanes) {
+    if constexpr (prefetch) {
+      if (j % line == 0) prefetch_hint(next + j);
+    }
     for (int k = 0; k < lanes; ++k) part[k] += static_cast<Acc>(x[j + k]) * static_cast<Acc>(w[j + k]);
   }
   for (int k = 0; j + k < n; ++k) part[k] += static_cast<Acc>(x[j + k]) * static_cast<Acc>(w[j + k]);
@@ -54,14 +61,21 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
 }
 
 // out[q] = sum_j Acc(x[q * stride + j]) * Acc(w[j]) for q < rows: the rows interleaved, so each
-// load of w serves all of them, with 32 bytes of independent partial sums per row.
-template <int rows, class Acc, class T, class W>
+// load of w serves all of them, with 32 bytes of independent partial sums per row. With
+// `prefetch`, the same lines of the rows at `next` are requested meanwhile.
+template <int rows, bool prefetch = false, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
-                                      long long n, Acc* out) {
+                                      long long n, Acc* out, const T* next = nullptr) {
   constexpr int lanes = 32 / static_cast<int>(sizeof(Acc));
+  constexpr long long line = 64 / static_cast<long long>(sizeof(T));
   Acc part[rows][lanes] = {};
   long long j = 0;
   for (; j + lanes <= n; j += lanes) {
+    if constexpr (prefetch) {
+      if (j % line == 0) {
+        for (int q = 0; q < rows; ++q) prefetch_hint(next + q * stride + j);
+      }
+    }
     for (int q = 0; q < rows; ++q) {
       for (int k = 0; k < lanes; ++k) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
     }
@@ -264,26 +278,39 @@ struct GradientReduce {
     add_residuals<1>(i, &r, acc);
   }
 
+  // The next work item's rows (from x, the rows of the block at i0): usually this thread's next
+  // block; x itself at the end of X.
+  template <class T>
+  KOKKOS_INLINE_FUNCTION const T* next_rows(long long i0, const T* x, long long stride) const {
+    return i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
+  }
+
   KOKKOS_INLINE_FUNCTION void rows_block(long long i0, value_type acc) const {
     const long long F = static_cast<long long>(X.extent(1));
     const long long stride = static_cast<long long>(X.stride(0));
     const auto* x = X.data() + i0 * stride;
     using T = typename XView::non_const_value_type;
+    // The next work item's rows are requested during the axpy, or, in a pass without one,
+    // during the dot products.
+    constexpr bool dot_prefetch = part == Part::residual;
+    const T* dot_next = nullptr;
+    if constexpr (dot_prefetch) dot_next = next_rows(i0, x, stride);
     Acc r[block];
     if constexpr (part == Part::columns) {
       for (int q = 0; q < block; ++q) r[q] = res(i0 + q);
     } else if constexpr (std::is_same_v<Tag, Fused> && interleaved_dot_v<Acc, T>) {
       Acc d[block];
-      block_dot<block>(x, stride, w.data(), F, d);
+      block_dot<block, dot_prefetch>(x, stride, w.data(), F, d, dot_next);
       for (int q = 0; q < block; ++q) r[q] = residual_offset(i0 + q) + d[q];
     } else {
       for (int q = 0; q < block; ++q) {
         r[q] = residual_offset(i0 + q);
-        if constexpr (std::is_same_v<Tag, Fused>) r[q] += row_dot<Acc>(x + q * stride, w.data(), F);
+        if constexpr (std::is_same_v<Tag, Fused>) {
+          r[q] += row_dot<Acc, dot_prefetch>(x + q * stride, w.data(), F, dot_prefetch ? dot_next + q * stride : nullptr);
+        }
       }
     }
     if constexpr (part != Part::residual) {
-      // The next work item's rows, usually this thread's next block; x itself at the end of X.
       const auto* next = i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
       block_axpy<block>(acc, r, x + first_col(), stride, cols(), next + first_col());
     }

@@ -155,8 +155,10 @@ class LinearModel {
   // Pass 1, one model rank: r(i) = x_i . w + b - y_i for the rows of X, grad_b += 2 sum(r) (when
   // grad_b has a slot); returns sum(r^2). The arithmetic of fused(): its loss sum and grad_b
   // bitwise (both kernels, host backends).
-  // kokkos_kernels with 16-bit T: the float copy of X made here is kept for gradient_columns on
-  // the same X (same data pointer, extents and strides), which must not be modified in between.
+  // kokkos_kernels with 16-bit T: gradient_columns on the same X (same data pointer, extents and
+  // strides) reads the float copy of X made here instead of copying its window again, so X must
+  // not be modified in between. (So does it after fused(), backward() or forward_partial() of
+  // that X; residual_from_z makes no copy, and each window then copies its own columns.)
   template <class XView, class YView, class WView, class BView, class RView, class GBView>
   double residual(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
                   const RView& r, const GBView& grad_b) {
