@@ -152,7 +152,9 @@ template <class T, class Acc, class Layout>
 Results<T, Acc, Layout> run_both(const Case<T, Acc, Layout>& c, GradientKernel kernel, bool from_z,
                                  const Windows& windows) {
   kpmap::execution_space exec;
-  kpmap::LinearModel<T, Acc> model(kernel);
+  // Two models, so that with kokkos_kernels and 16-bit X the windows after residual_from_z copy
+  // their own columns (the one-pass model's copy of X is not theirs to reuse).
+  kpmap::LinearModel<T, Acc> one(kernel), two(kernel);
   Results<T, Acc, Layout> out{c.grads(), c.grads()};
   const long long F = c.F;
   const auto [gw1, gb1] = kpmap::split_params(out.one_pass, F);
@@ -161,10 +163,10 @@ Results<T, Acc, Layout> run_both(const Case<T, Acc, Layout>& c, GradientKernel k
   for (int k : {1, 0}) {
     const auto X = c.shard.batch_x(k);
     const auto y = c.shard.batch_y(k);
-    out.loss_one += from_z ? model.backward(exec, X, c.z[k], y, gw1, gb1) : model.fused(exec, X, y, c.w(), c.b(), gw1, gb1);
-    out.loss_two += from_z ? model.residual_from_z(exec, X, c.z[k], y, r, gb2) : model.residual(exec, X, y, c.w(), c.b(), r, gb2);
+    out.loss_one += from_z ? one.backward(exec, X, c.z[k], y, gw1, gb1) : one.fused(exec, X, y, c.w(), c.b(), gw1, gb1);
+    out.loss_two += from_z ? two.residual_from_z(exec, X, c.z[k], y, r, gb2) : two.residual(exec, X, y, c.w(), c.b(), r, gb2);
     for (auto [c0, c1] : windows) {
-      model.gradient_columns(exec, X, r, c0, Kokkos::subview(gw2, Kokkos::make_pair(c0, c1)));
+      two.gradient_columns(exec, X, r, c0, Kokkos::subview(gw2, Kokkos::make_pair(c0, c1)));
     }
   }
   return out;
