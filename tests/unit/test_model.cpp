@@ -14,6 +14,7 @@
 #include "kpmap/data/shard.hpp"
 #include "kpmap/model/linear_model.hpp"
 #include "kpmap/optim/optimizer.hpp"
+#include "model_common.hpp"
 
 namespace {
 
@@ -22,26 +23,9 @@ using kpmap::View1;
 
 constexpr GradientKernel kernels[] = {GradientKernel::fused, GradientKernel::kokkos_kernels};
 
-template <class V>
-auto to_host(const V& v) {
-  return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-}
-
-// A View1<T> filled from host doubles.
-template <class T>
-View1<T> device_vector(const std::vector<double>& values, const std::string& label = "test") {
-  View1<T> v(label, values.size());
-  auto h = Kokkos::create_mirror_view(v);
-  for (std::size_t i = 0; i < values.size(); ++i) h(i) = static_cast<T>(values[i]);
-  Kokkos::deep_copy(v, h);
-  return v;
-}
-
-std::vector<double> hashed(std::size_t n, std::uint64_t stream) {
-  std::vector<double> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = kpmap::synthetic::uniform(99, stream, i, 0);
-  return v;
-}
+using kpmap::test::device_vector;
+using kpmap::test::hashed;
+using kpmap::test::to_host;
 
 // The serial double reference: loss sum and gradient sums of the rows of X (host copy).
 struct Reference {

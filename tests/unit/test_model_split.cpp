@@ -17,31 +17,16 @@
 #include "kpmap/core/half.hpp"
 #include "kpmap/data/shard.hpp"
 #include "kpmap/model/linear_model.hpp"
+#include "model_common.hpp"
 
 namespace {
 
 using kpmap::GradientKernel;
 using kpmap::View1;
 
-template <class V>
-auto to_host(const V& v) {
-  return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-}
-
-template <class T>
-View1<T> device_vector(const std::vector<double>& values, const std::string& label = "test") {
-  View1<T> v(label, values.size());
-  auto h = Kokkos::create_mirror_view(v);
-  for (std::size_t i = 0; i < values.size(); ++i) h(i) = static_cast<T>(values[i]);
-  Kokkos::deep_copy(v, h);
-  return v;
-}
-
-std::vector<double> hashed(std::size_t n, std::uint64_t stream) {
-  std::vector<double> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = kpmap::synthetic::uniform(99, stream, i, 0);
-  return v;
-}
+using kpmap::test::device_vector;
+using kpmap::test::hashed;
+using kpmap::test::to_host;
 
 template <class T>
 std::string type_name() {
