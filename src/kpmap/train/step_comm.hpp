@@ -113,10 +113,11 @@ void to_wire(const execution_space& exec, const WireLayout& layout, const View1<
           return;
         }
         const double factor = i < n ? grad_factor : i == n ? loss_factor : count_factor;
+        const Acc value = stats(i);  // captured outside the if constexpr (CUDA's extended lambdas)
         if constexpr (std::is_same_v<Acc, float>) {  // float sums: the product in float, rounded once more to C
-          wire(p) = static_cast<C>(stats(i) * static_cast<float>(factor));
+          wire(p) = static_cast<C>(value * static_cast<float>(factor));
         } else {
-          wire(p) = static_cast<C>(static_cast<double>(stats(i)) * factor);
+          wire(p) = static_cast<C>(static_cast<double>(value) * factor);
         }
       });
 }
