@@ -13,9 +13,11 @@ namespace {
 // Bytes that differ between ranks (uneven shards) are reported as min / avg / max.
 Json bytes_stat(MPI_Comm comm, std::size_t bytes) { return to_json(stat_over_ranks(comm, static_cast<double>(bytes))); }
 
-// "fp32", or "bf16 (params fp32, comm bf16, loss scale dynamic)" when the types differ.
+// "fp32", or "bf16 (params fp32, comm bf16, loss scale dynamic)" when the types differ, or
+// "fp32 (params fp32, reproducible sums)".
 std::string precision_summary(const PrecisionConfig& p) {
   std::string s = to_string(p.compute);
+  if (p.reproducible) return s + " (params " + to_string(p.params) + ", reproducible sums)";
   if (p.params == p.compute && p.comm == p.compute && p.loss_scale == "none") return s;
   s += " (params " + to_string(p.params) + ", comm " + to_string(p.comm);
   if (p.loss_scale == "dynamic") s += ", loss scale dynamic";
@@ -55,6 +57,7 @@ TrainSpec train_spec(const Config& config) {
   spec.compute = precision.compute;
   spec.params = precision.params;
   spec.comm = precision.comm;
+  spec.reproducible = precision.reproducible;
   spec.comm_spec.strategy =
       config.comm.strategy == "reduce_scatter" ? CommStrategy::reduce_scatter : CommStrategy::allreduce;
   spec.comm_spec.bucket_bytes = config.comm.bucket_bytes;
@@ -90,6 +93,7 @@ Json train_report(const Config& config, const Mesh& mesh, const TrainResult& res
       if (h.skipped) skipped.push_back(h.step);
     report["skipped_steps"] = skipped;
   }
+  report["reproducible"] = result.reproducible;
   report["final_loss"] = result.final_loss;
   report["weights_rel_error"] = result.weights_rel_error;
   report["timing"] = timing_json(mesh.comm(), result.timers);

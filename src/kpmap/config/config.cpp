@@ -102,6 +102,18 @@ void check_bucket_bytes(const Config& c, const Section& comm) {
                                 " bytes; allowed: 0 for one message per step, or at least " + std::to_string(element) + ")");
 }
 
+// precision.reproducible sums the gradient in one exact message per step: allreduce, no
+// buckets, no overlap.
+void check_reproducible(const Config& c, const Section& comm) {
+  if (!c.precision.reproducible) return;
+  const auto fail = [&](const std::string& key, const std::string& value, const std::string& allowed) {
+    comm.fail(key, value + " does not apply with precision.reproducible: true (allowed: " + allowed + ")");
+  };
+  if (c.comm.strategy != "allreduce") fail("strategy", "'" + c.comm.strategy + "'", "allreduce");
+  if (c.comm.bucket_bytes != 0) fail("bucket_bytes", std::to_string(c.comm.bucket_bytes), "0");
+  if (c.comm.overlap) fail("overlap", "true", "false");
+}
+
 // Which optional sections were read (and so belong in the resolved deck).
 struct SectionsRead {
   bool problem, train, precision, comm, collectives, bench;
@@ -160,6 +172,7 @@ Config load_config(const std::string& deck_path, const std::vector<std::string>&
   if (read.problem && read.train) check_batch(c, train);
   if (train_mode) check_model_axis(c, axes);
   if (read.precision && read.comm) check_bucket_bytes(c, comm);
+  if (read.precision && read.comm) check_reproducible(c, comm);
   c.resolved = resolve(c, read);
   return c;
 }

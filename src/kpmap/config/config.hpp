@@ -63,6 +63,7 @@ struct PrecisionConfig {
   std::string loss_scale = "none";  // none | static | dynamic
   double static_scale = 1.0;        // loss_scale: a positive number
   ScalerConfig scaler;              // loss_scale: dynamic
+  bool reproducible = false;        // exact, order-independent sums (comm: fp64 accumulators)
 };
 
 struct CommConfig {

@@ -279,8 +279,21 @@ PrecisionConfig parse_precision(Section& s) {
     s.fail("params", to_string(p.params) + " is narrower than precision.compute " + to_string(p.compute) +
                          " (allowed: master weights at least as wide as compute: fp64)");
   }
-  p.comm = dtype_of(s.choice("comm", to_string(p.compute), all_dtypes));
+  p.reproducible = s.boolean("reproducible", false);
+  if (p.reproducible && half) {
+    s.fail("reproducible", "true needs precision.compute fp64 or fp32 (" + to_string(p.compute) +
+                               " is not supported by the reproducible kernels)");
+  }
+  p.comm = dtype_of(s.choice("comm", p.reproducible ? "fp64" : to_string(p.compute), all_dtypes));
+  if (p.reproducible && p.comm != Dtype::fp64) {
+    s.fail("comm", to_string(p.comm) + " does not apply with precision.reproducible: true (the exact "
+                   "accumulators travel as fp64; allowed: fp64, or leave it unset)");
+  }
   parse_loss_scale(s, p);
+  if (p.reproducible && p.loss_scale != "none") {
+    s.fail("loss_scale", flow(s.node()["loss_scale"]) + " does not apply with precision.reproducible: true "
+                         "(fp64 and fp32 need no loss scale; allowed: none)");
+  }
   if (s.has("scaler") && p.loss_scale != "dynamic") {
     s.fail("scaler", flow(s.node()["scaler"]) + ": does not apply to loss_scale '" +
                          (p.loss_scale == "static" ? flow(s.node()["loss_scale"]) : p.loss_scale) +
@@ -362,6 +375,7 @@ nlohmann::ordered_json to_json(const PrecisionConfig& p) {
                    {"growth_factor", p.scaler.growth_factor},
                    {"backoff_factor", p.scaler.backoff_factor}};
   }
+  o["reproducible"] = p.reproducible;
   return o;
 }
 

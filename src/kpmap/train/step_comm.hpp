@@ -8,6 +8,8 @@
 //                            accumulation type; n + 2 slots for n parameters), bucket by bucket.
 //   gather_params(shard):    reduce_scatter only: all_gather of the updated shards over `data`.
 //   all_finite(ok):          one psum of a flag over the whole mesh (dynamic loss scaling).
+//   sum_exact(acc):          precision.reproducible: the psum over `data` of the step's exact
+//                            accumulators (and max_over_model, agree_max for their bounds).
 //
 // The wire. With precision.comm equal to the accumulation type and no loss scaling, the sums
 // travel as they are and are divided by the psum of the counts afterwards. Otherwise every slot
@@ -167,7 +169,8 @@ class StepComm {
         wire_(wire),
         cast_(scaled || wire != dtype_v<Acc>),
         flag_("kpmap::train::finite_flag", 1),
-        exponent_("kpmap::train::loss_exponent", 1) {
+        exponent_("kpmap::train::loss_exponent", 1),
+        bound_("kpmap::train::bound", 1) {
     for (const auto& axis : mesh.axes()) all_axes_.push_back(axis.name);
     layout_.n = n_params;
     layout_.sharded = sharded();
@@ -276,6 +279,30 @@ class StepComm {
     exponent_(0) = e;
     if (mesh_.size() > 1) pmax(mesh_, AxisNames(all_axes_), exponent_, exponent_);
     loss_exponent_ = exponent_(0);
+  }
+
+  // precision.reproducible (model/repro_model.hpp): the psum over `data` of the step's exact
+  // accumulators. They hold doubles whose every partial sum is exact, so the result does not
+  // depend on MPI's order of additions.
+  void sum_exact(const View1<double>& acc) {
+    if (data_size_ == 1) return;
+    psum(mesh_, "data", acc, acc);
+    count(acc.extent(0) * sizeof(double));
+  }
+
+  // The largest of every model rank's `local` (the bound of a reproducible grid).
+  double max_over_model(double local) {
+    bound_(0) = local;
+    if (model_size_ > 1) {
+      pmax(mesh_, "model", bound_, bound_);
+      count(sizeof(double));
+    }
+    return bound_(0);
+  }
+
+  // Before the first step: v <- the elementwise largest of every rank's v (pmax over the mesh).
+  void agree_max(const Kokkos::View<double*, Kokkos::HostSpace>& v) {
+    if (mesh_.size() > 1) pmax(mesh_, AxisNames(all_axes_), v, v);
   }
 
   // Whether every slot of the last reduction that this rank holds is finite.
@@ -395,6 +422,7 @@ class StepComm {
   step_comm_detail::Wire<bf16> wire_bf16_;
   step_comm_detail::Wire<fp16> wire_fp16_;
   Kokkos::View<int*, Kokkos::HostSpace> flag_, exponent_;
+  Kokkos::View<double*, Kokkos::HostSpace> bound_;
   std::size_t bytes_ = 0;
   long long calls_ = 0;
   std::vector<Request> requests_;  // buckets in flight (overlap)

@@ -8,6 +8,7 @@
 
 #include "kpmap/core/error.hpp"
 #include "kpmap/data/shard.hpp"
+#include "kpmap/model/repro_model.hpp"
 #include "kpmap/train/step_comm.hpp"
 
 namespace kpmap {
@@ -266,16 +267,220 @@ void finish(const RunState<S, M, Layout>& s, const Mesh& mesh, Comm& comm, const
   r.weights_rel_error = std::sqrt(diff / norm);
 }
 
+// The parameters of this rank's model slice: its columns (+ 1 with bias).
+long long slice_params(const TrainSpec& spec, const Mesh& mesh) {
+  const bool split = mesh.has_axis("model");
+  return column_range(spec.problem.features, split ? mesh.axis_index("model") : 0, split ? mesh.axis_size("model") : 1)
+             .size() +
+         (spec.problem.bias ? 1 : 0);
+}
+
+// ---- precision.reproducible (model/repro_model.hpp) ----
+
+// The exact sums' state: the step accumulator, the model-parallel forward accumulators, and the
+// bounds of the data (max |X|, max |y| over every rank's rows), agreed once.
+template <class S>
+struct ReproState {
+  ReproducibleModel<S> model;
+  View1<double> acc;   // 3 (features_local + 2), level-major
+  View1<double> zacc;  // model-parallel: 3 x the rows of a micro-batch
+  View1<double> z;     // model-parallel: z of a micro-batch
+  View1<double> loss;  // the step's loss sum
+  double x_max = 0, y_max = 0;
+};
+
+// Element k of a View of rank 1, or of rank 2 read row by row (cols columns).
+template <class V>
+KOKKOS_INLINE_FUNCTION double element(const V& v, long long k, long long cols) {
+  if constexpr (V::rank == 2) {
+    return static_cast<double>(v(k / cols, k % cols));
+  } else {
+    return static_cast<double>(v(k));
+  }
+}
+
+// max |v(i...)| over a View of rank 1 or 2; +Inf when an element is not finite.
+template <class V>
+double max_abs(const execution_space& exec, const V& v) {
+  const double huge = std::numeric_limits<double>::max(), inf = std::numeric_limits<double>::infinity();
+  const long long rows = static_cast<long long>(v.extent(0));
+  const long long cols = V::rank == 2 ? static_cast<long long>(v.extent(V::rank - 1)) : 1;
+  double m = 0;
+  Kokkos::parallel_reduce(
+      "kpmap::train::max_abs", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, rows * cols),
+      KOKKOS_LAMBDA(long long k, double& acc) {
+        double a = element(v, k, cols);
+        a = a < 0 ? -a : a;
+        if (!(a <= huge)) a = inf;
+        if (a > acc) acc = a;
+      },
+      Kokkos::Max<double>(m));
+  return m;
+}
+
+template <class S, class M, class Layout, class Comm>
+ReproState<S> make_repro_state(const RunState<S, M, Layout>& s, Comm& comm) {
+  const execution_space exec;
+  ReproState<S> rs;
+  rs.acc = View1<double>("kpmap::train::repro_acc", 3 * (s.features_local + 2));
+  rs.loss = View1<double>("kpmap::train::repro_loss", 1);
+  if (comm.model_size() > 1) {
+    const long long micro_rows = static_cast<long long>(s.z.extent(0));
+    rs.zacc = View1<double>("kpmap::train::repro_zacc", 3 * micro_rows);
+    rs.z = View1<double>("kpmap::train::repro_z", micro_rows);
+  }
+  Kokkos::View<double*, Kokkos::HostSpace> bounds("kpmap::train::data_bounds", 2);
+  bounds(0) = max_abs(exec, s.shard.X);
+  bounds(1) = max_abs(exec, s.shard.y);
+  comm.agree_max(bounds);
+  rs.x_max = bounds(0);
+  rs.y_max = bounds(1);
+  return rs;
+}
+
+// The grids of step `step` (1-based): bounds from max |X|, max |y|, max |w| over every model rank
+// and |b|; throws RuntimeError, the same on every rank, when a sum leaves the grids' range.
+template <class S, class M, class Layout, class Comm>
+ReproGrids repro_grids(const RunState<S, M, Layout>& s, const ReproState<S>& rs, Comm& comm, const TrainSpec& spec) {
+  const execution_space exec;
+  const auto [w, b] = split_params(s.params, s.features_local);
+  const double w_max = comm.max_over_model(max_abs(exec, w));
+  const double b_abs = max_abs(exec, b);
+  const double features = static_cast<double>(spec.problem.features), rows = static_cast<double>(spec.batch);
+  const double slack = 1 + 0x1p-20;  // covers the roundings of z, z + b and (z + b) - y
+  const double term = rs.x_max * w_max;
+  const double residual = (features * term + b_abs + rs.y_max) * slack;
+  ReproGrids g;
+  const auto make = [&](const char* what, double terms, double bound, ReproGrid& grid) {
+    if (ReproGrid::make(terms, bound, grid)) return;
+    throw RuntimeError("precision.reproducible: step " + std::to_string(s.step + 1) + ": the " + what +
+                       " sums " + std::to_string(static_cast<long long>(terms)) + " terms bounded by " +
+                       std::to_string(bound) + " (max |X| " + std::to_string(rs.x_max) + ", max |w| " +
+                       std::to_string(w_max) + ", |b| " + std::to_string(b_abs) +
+                       "): outside the exact accumulator's range (finite, 2 x terms x bound <= 2^1020); "
+                       "the weights diverge: lower train.optimizer.lr");
+  };
+  make("forward pass (X w)", features, term, g.forward);
+  make("gradient", rows, residual * rs.x_max * slack, g.gradient);
+  make("bias gradient", rows, residual, g.residual);
+  make("loss", rows, residual * residual * slack, g.loss);
+  return g;
+}
+
+// One reproducible step: the sums of every micro-batch into one accumulator, its psum over
+// `data`, then the mean gradient 2 sum / B and the loss sum / B, each rounded once.
+template <class S, class M, class Layout, class Comm>
+HistoryEntry repro_step(RunState<S, M, Layout>& s, ReproState<S>& rs, Comm& comm, const TrainSpec& spec,
+                        Timers& timers) {
+  const execution_space exec;
+  const auto [w, b] = split_params(s.params, s.features_local);
+  const ReproGrids grids = repro_grids(s, rs, comm, spec);
+  Kokkos::deep_copy(exec, rs.acc, 0.0);
+  const Range rows = s.shard.batch_rows(s.shard.plan.batch_of_step(s.step));
+  for (long long j = 0; j < spec.accumulation; ++j) {
+    const Range part = block_range(rows.size(), j, spec.accumulation);
+    const auto X = s.shard.sub_x(rows.begin + part.begin, part.size());
+    const auto y = s.shard.sub_y(rows.begin + part.begin, part.size());
+    if (comm.model_size() == 1) {
+      ScopedPhase phase(timers, Phase::compute, "gradient", exec);
+      rs.model.fused(exec, X, y, w, b, grids, rs.acc);
+      continue;
+    }
+    const auto zacc = Kokkos::subview(rs.zacc, Kokkos::make_pair(0LL, 3 * part.size()));
+    const auto z = Kokkos::subview(rs.z, Kokkos::make_pair(0LL, part.size()));
+    {
+      ScopedPhase phase(timers, Phase::compute, "forward", exec);
+      rs.model.forward_partial(exec, X, w, grids.forward, zacc);
+    }
+    {
+      ScopedPhase phase(timers, Phase::comm, "psum_model", exec);
+      comm.sum_partial_products(zacc);
+    }
+    ScopedPhase phase(timers, Phase::compute, "backward", exec);
+    ReproducibleModel<S>::z_from_partials(exec, zacc, z);
+    rs.model.backward(exec, X, z, y, b, grids, rs.acc);
+  }
+  {
+    ScopedPhase phase(timers, Phase::comm, "reduce_gradient", exec);
+    comm.sum_exact(rs.acc);
+  }
+  HistoryEntry entry{s.step + 1, 0.0, 1.0, false};
+  {
+    ScopedPhase phase(timers, Phase::optimizer, "optimizer", exec);
+    const long long F = s.features_local, slots = F + 2;
+    const double B = static_cast<double>(spec.batch);
+    const auto acc = rs.acc;
+    const auto grad = s.grad;
+    const auto loss = rs.loss;
+    const long long n_params = s.n_params;
+    Kokkos::parallel_for(
+        "kpmap::train::repro_mean", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n_params + 1),
+        KOKKOS_LAMBDA(long long j) {
+          const long long slot = j < F ? j : j == n_params ? F + 1 : F;  // w, then b, then the loss
+          const double sum = repro_value(acc(slot), acc(slots + slot), acc(2 * slots + slot));
+          if (j < n_params) {
+            grad(j) = static_cast<M>(2 * sum / B);
+          } else {
+            loss(0) = sum / B;
+          }
+        });
+    Kokkos::deep_copy(exec, entry.loss, Kokkos::subview(rs.loss, 0));
+    exec.fence();
+    s.optimizer->apply(exec, s.step, s.master, View1<const M>(s.grad));
+    refresh_params(s, comm, exec);
+  }
+  ++s.step;
+  return entry;
+}
+
+template <class S, class M, class Layout>
+TrainResult run_reproducible(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
+  if constexpr (is_half<S>::value) {
+    throw InputError("precision.reproducible: true needs precision.compute fp64 or fp32, not " + to_string(dtype_v<S>));
+  } else {
+    if (spec.comm_spec.strategy != CommStrategy::allreduce || spec.comm_spec.bucket_bytes != 0 ||
+        spec.comm_spec.overlap || spec.loss_scale.kind != LossScaleSpec::Kind::none) {
+      throw InputError("precision.reproducible: true needs comm.strategy allreduce, comm.bucket_bytes 0, "
+                       "comm.overlap false and no loss scale");
+    }
+    using Acc = accumulation_t<S>;
+    TrainResult r;
+    r.reproducible = true;
+    StepComm<Acc> comm(mesh, dtype_v<Acc>, false, spec.comm_spec, slice_params(spec, mesh));
+    RunState<S, M, Layout> s = make_state<S, M, Layout>(spec, comm);
+    ReproState<S> rs = make_repro_state(s, comm);
+    const double start = MPI_Wtime();
+    std::size_t bytes = 0;
+    long long calls = 0;
+    while (s.step < spec.steps) {
+      const HistoryEntry entry = repro_step(s, rs, comm, spec, r.timers);
+      bytes += comm.take_bytes();
+      calls += comm.take_calls();
+      r.history.push_back(entry);
+      if (on_step) on_step(entry.step, entry.loss);
+    }
+    r.timers.add(Phase::total, MPI_Wtime() - start);
+    r.final_loss = r.history.back().loss;
+    r.comm_bytes_per_step = bytes / static_cast<std::size_t>(spec.steps);
+    r.comm_calls_per_step = static_cast<double>(calls) / static_cast<double>(spec.steps);
+    r.param_bytes = s.param_bytes();
+    r.gradient_bytes = s.gradient_bytes() + (rs.acc.span() + rs.zacc.span() + rs.z.span()) * sizeof(double) +
+                       rs.model.workspace_bytes();
+    r.optimizer_bytes = s.optimizer->state_bytes();
+    r.data_bytes = s.shard.bytes();
+    r.shard_elements = comm.shard_size();
+    finish(s, mesh, comm, spec.problem, r);
+    return r;
+  }
+}
+
 template <class S, class M, class Layout>
 TrainResult run(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
+  if (spec.reproducible) return run_reproducible<S, M, Layout>(spec, mesh, on_step);
   using Acc = accumulation_t<S>;
   TrainResult r;
   LossScaler scaler(spec.loss_scale);
-  const long long features_local =
-      column_range(spec.problem.features, mesh.has_axis("model") ? mesh.axis_index("model") : 0,
-                   mesh.has_axis("model") ? mesh.axis_size("model") : 1)
-          .size();
-  StepComm<Acc> comm(mesh, spec.comm, scaler.enabled(), spec.comm_spec, features_local + (spec.problem.bias ? 1 : 0));
+  StepComm<Acc> comm(mesh, spec.comm, scaler.enabled(), spec.comm_spec, slice_params(spec, mesh));
   RunState<S, M, Layout> s = make_state<S, M, Layout>(spec, comm);
   if (comm.casts()) comm.start_loss_exponent(first_loss_estimate(s));
   LinearModel<S, Acc> model(spec.kernel);

@@ -38,6 +38,7 @@ struct TrainResult {
   std::size_t param_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, data_bytes = 0;
   long long shard_elements = 0;  // parameters this rank updates (all of its model slice under allreduce)
   long long shard_padding = 0;   // of which zeros past the last parameter (reduce_scatter)
+  bool reproducible = false;     // the sums were reproducible (TrainSpec::reproducible)
 };
 
 // What the trainer needs to know (the app layer fills it from the deck's Config).
@@ -53,6 +54,10 @@ struct TrainSpec {
   Dtype comm = Dtype::fp32;     // the gradient on the wire (train/step_comm.hpp)
   CommSpec comm_spec;           // strategy, buckets, overlap
   LossScaleSpec loss_scale;
+  // Exact, order-independent sums (model/repro_model.hpp): the same bits on every mesh, thread
+  // count, accumulation and gradient kernel. fp64 | fp32 compute, allreduce, no buckets, no
+  // overlap, no loss scale.
+  bool reproducible = false;
   // Test only: mesh rank `inject_rank` puts +Inf into its gradient at step `inject_step`
   // (1-based; 0: never), to exercise the dynamic loss scaler's skip.
   long long inject_step = 0;

@@ -1,0 +1,108 @@
+// Reproducible psum and pmean: the sum over the axis does not depend on the order in which MPI
+// adds the ranks' contributions (its reduction tree, the message size, the rank order), so every
+// rank of every run gets the same bits for the same set of contributions, wherever each
+// contribution sits:
+//   psum(mesh, "data", in, out, kpmap::reproducible);
+//   pmean(mesh, "data", in, out, kpmap::reproducible);
+// Element types float and double (accumulated in double). How (core/repro_sum.hpp): one pmax of
+// max |x| over the axis gives a bound B; every element becomes a three-level fixed-point
+// accumulator on the grid of (axis size) terms of magnitude <= B; the accumulators are psum'ed as
+// doubles (exact, in any order); each element is their value rounded to the element type, then
+// divided by the axis size for pmean. Cost: one extra scalar pmax and three doubles per element
+// on the wire. The error bound is relative to the largest element of the whole View (not to each
+// element's own magnitude): see docs/collectives.md. A non-finite element, or a sum outside the
+// grid's range (above about 2^1019), throws RuntimeError on every rank of the axis (they all see
+// the same bound).
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <type_traits>
+
+#include "kpmap/collectives/pack.hpp"
+#include "kpmap/collectives/reduce.hpp"
+#include "kpmap/core/error.hpp"
+#include "kpmap/core/repro_sum.hpp"
+#include "kpmap/mesh/mesh.hpp"
+
+namespace kpmap {
+
+struct Reproducible {};
+inline constexpr Reproducible reproducible{};
+
+namespace detail {
+
+template <class In, class Out>
+void reproducible_reduce(const char* name, bool mean, const Mesh& mesh, const AxisNames& axes, const In& in,
+                         const Out& out) {
+  check_pair<In, Out>();
+  using T = value_t<In>;
+  static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>,
+                "the reproducible psum / pmean take float or double elements");
+  using memory_space = typename In::memory_space;
+  using exec = exec_space_t<memory_space>;
+  const int n = mesh.axis_size(axes);  // an unknown axis throws InputError first
+  check_output_shape(name, axes, n, shape_of(in), "", shape_of(out), shape_of(in));
+  const std::int64_t count = static_cast<std::int64_t>(in.size());
+
+  // The bound: max |x| over the axis; a non-finite element makes it +Inf everywhere.
+  const double huge = std::numeric_limits<double>::max(), inf = std::numeric_limits<double>::infinity();
+  double local = 0;
+  Kokkos::parallel_reduce(
+      "kpmap::reproducible::max_abs", Kokkos::RangePolicy<exec, Policy>(0, count),
+      KOKKOS_LAMBDA(std::int64_t i, double& m) {
+        double a = static_cast<double>(at_flat(in, i));
+        a = a < 0 ? -a : a;
+        if (!(a <= huge)) a = inf;
+        if (a > m) m = a;
+      },
+      Kokkos::Max<double>(local));
+  Kokkos::View<double*, Kokkos::HostSpace> bound("kpmap::reproducible::bound", 1);
+  bound(0) = local;
+  pmax(mesh, axes, bound, bound);
+  ReproGrid grid;
+  if (!ReproGrid::make(static_cast<double>(n), bound(0), grid)) {
+    std::ostringstream msg;
+    msg << "kpmap::" << name << " (reproducible) over " << axes.str() << ": the largest |element| is " << bound(0)
+        << ", outside the exact accumulator's range (finite, and 2 x " << n << " ranks x it at most 2^1020)";
+    throw RuntimeError(msg.str());
+  }
+
+  // Three levels per element, level-major, summed as doubles over the axis.
+  const Flat<double, memory_space> acc = allocate<double, memory_space>("kpmap::reproducible::acc", 3 * count);
+  Kokkos::parallel_for(
+      "kpmap::reproducible::split", Kokkos::RangePolicy<exec, Policy>(0, count), KOKKOS_LAMBDA(std::int64_t i) {
+        double s1 = 0, s2 = 0, s3 = 0;
+        repro_add(grid, static_cast<double>(at_flat(in, i)), s1, s2, s3);
+        acc(i) = s1;
+        acc(count + i) = s2;
+        acc(2 * count + i) = s3;
+      });
+  exec().fence();
+  psum(mesh, axes, acc, acc);
+  const double divisor = mean ? static_cast<double>(n) : 1.0;
+  Kokkos::parallel_for(
+      "kpmap::reproducible::value", Kokkos::RangePolicy<exec, Policy>(0, count), KOKKOS_LAMBDA(std::int64_t i) {
+        at_flat(out, i) = static_cast<T>(repro_value(acc(i), acc(count + i), acc(2 * count + i)) / divisor);
+      });
+  exec().fence();
+}
+
+}  // namespace detail
+
+// psum whose result does not depend on the order of the additions (see the top of this file).
+template <class In, class Out>
+void psum(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out, Reproducible) {
+  detail::reproducible_reduce("psum", false, mesh, axes, in, out);
+}
+
+// pmean likewise: the reproducible sum, then one division by the axis size.
+template <class In, class Out>
+void pmean(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out, Reproducible) {
+  detail::reproducible_reduce("pmean", true, mesh, axes, in, out);
+}
+
+}  // namespace kpmap

@@ -1,0 +1,224 @@
+// Linear regression with reproducible sums (precision.reproducible, docs/train.md): every sum
+// whose order depends on the decomposition (over features: z = X w, split over `model`; over
+// rows: the gradient, the bias gradient and the loss, split over threads, micro-batches and
+// `data`) is a three-level fixed-point accumulator (core/repro_sum.hpp) on a grid fixed before
+// the step. Each product is rounded the same way wherever it is formed, and the accumulators add
+// exactly, so the step's sums are the same bits on every mesh, thread count and accumulation.
+//
+// The step accumulator: a View1<double> of 3 (F + 2) doubles, level-major ([level][slot]), slots
+// [0, F) sum_i r_i x_ij over this rank's F columns, F sum_i r_i, F + 1 sum_i r_i^2, where
+// r_i = (z_i + b) - y_i in double and z_i = sum_j x_ij w_j is the value of its own accumulator
+// (one per row). One model rank, per micro-batch:
+//   model.fused(exec, X, y, w, b, grids, acc);
+// Model-parallel, per micro-batch:
+//   model.forward_partial(exec, X, w, grids.forward, zacc);  // 3 rows doubles
+//   psum(mesh, "model", zacc, zacc);                          // exact
+//   model.z_from_partials(exec, zacc, z);
+//   model.backward(exec, X, z, y, b, grids, acc);
+// Both give the same accumulator (the forward sums are exact, then rounded once per row in the
+// same way). X, y, w and b are read in their storage type T (fp64 or fp32) and converted to
+// double; products of fp32 values are exact in double.
+//
+// Either gradient kernel setting runs these kernels (Kokkos Kernels' gemv sums in its own
+// order); rows of LayoutRight Views are read through pointers, other layouts through the View.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <type_traits>
+
+#include "kpmap/core/error.hpp"
+#include "kpmap/core/repro_sum.hpp"
+#include "kpmap/core/types.hpp"
+
+namespace kpmap {
+
+// The grids of one step's sums: forward (features terms |x_ij w_j|), gradient (rows terms
+// |r_i x_ij|), residual (rows terms |r_i|), loss (rows terms r_i^2).
+struct ReproGrids {
+  ReproGrid forward, gradient, residual, loss;
+};
+
+namespace model_detail {
+
+// The forward accumulator of row i over its columns (lanes of independent triples, all exact).
+template <class XView, class WView>
+KOKKOS_INLINE_FUNCTION void repro_dot(const XView& X, long long i, const WView& w, const ReproGrid& g, double& s1,
+                                      double& s2, double& s3) {
+  constexpr int lanes = 4;
+  double p1[lanes] = {}, p2[lanes] = {}, p3[lanes] = {};
+  const long long F = static_cast<long long>(X.extent(1));
+  if constexpr (std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>) {
+    const auto* KOKKOS_RESTRICT x = X.data() + i * static_cast<long long>(X.stride(0));
+    const auto* KOKKOS_RESTRICT wp = w.data();
+    long long j = 0;
+    for (; j + lanes <= F; j += lanes) {
+      for (int k = 0; k < lanes; ++k) {
+        repro_add_product(g, static_cast<double>(x[j + k]), static_cast<double>(wp[j + k]), p1[k], p2[k], p3[k]);
+      }
+    }
+    for (int k = 0; j + k < F; ++k) {
+      repro_add_product(g, static_cast<double>(x[j + k]), static_cast<double>(wp[j + k]), p1[k], p2[k], p3[k]);
+    }
+  } else {
+    for (long long j = 0; j < F; ++j) {
+      const int k = static_cast<int>(j % lanes);
+      repro_add_product(g, static_cast<double>(X(i, j)), static_cast<double>(w(j)), p1[k], p2[k], p3[k]);
+    }
+  }
+  s1 = (p1[0] + p1[1]) + (p1[2] + p1[3]);
+  s2 = (p2[0] + p2[1]) + (p2[2] + p2[3]);
+  s3 = (p3[0] + p3[1]) + (p3[2] + p3[3]);
+}
+
+// a_k[j] += level k of r * x[j] for j < n (the columns of one row).
+template <class T>
+KOKKOS_INLINE_FUNCTION void repro_axpy(const ReproGrid& g, double r, const T* KOKKOS_RESTRICT x, long long n,
+                                       double* KOKKOS_RESTRICT a1, double* KOKKOS_RESTRICT a2,
+                                       double* KOKKOS_RESTRICT a3) {
+  for (long long j = 0; j < n; ++j) repro_add_product(g, r, static_cast<double>(x[j]), a1[j], a2[j], a3[j]);
+}
+
+struct ReproFused {};  // z_i from X and w
+struct ReproFromZ {};  // z_i given (the psum over `model` of the partial accumulators)
+
+template <class Tag, class XView, class YView, class WView, class BView, class ZView>
+struct ReproGradientReduce {
+  using value_type = double[];
+  using size_type = std::size_t;
+
+  size_type value_count;  // 3 (F + 2)
+  XView X;
+  YView y;
+  WView w;  // ReproFused only
+  BView b;  // extent 0 without bias
+  ZView z;  // ReproFromZ only
+  ReproGrids g;
+
+  KOKKOS_INLINE_FUNCTION void operator()(long long i, value_type acc) const {
+    const long long F = static_cast<long long>(X.extent(1));
+    const size_type S = static_cast<size_type>(F + 2);
+    double* a1 = acc;
+    double* a2 = acc + S;
+    double* a3 = acc + 2 * S;
+    double zi;
+    if constexpr (std::is_same_v<Tag, ReproFused>) {
+      double s1, s2, s3;
+      repro_dot(X, i, w, g.forward, s1, s2, s3);
+      zi = repro_value(s1, s2, s3);
+    } else {
+      zi = z(i);
+    }
+    const double r = (zi + (b.extent(0) > 0 ? static_cast<double>(b(0)) : 0.0)) - static_cast<double>(y(i));
+    if constexpr (std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>) {
+      repro_axpy(g.gradient, r, X.data() + i * static_cast<long long>(X.stride(0)), F, a1, a2, a3);
+    } else {
+      for (long long j = 0; j < F; ++j) repro_add_product(g.gradient, r, static_cast<double>(X(i, j)), a1[j], a2[j], a3[j]);
+    }
+    repro_add(g.residual, r, a1[F], a2[F], a3[F]);
+    repro_add_product(g.loss, r, r, a1[F + 1], a2[F + 1], a3[F + 1]);
+  }
+
+  KOKKOS_INLINE_FUNCTION void init(value_type acc) const {
+    for (size_type k = 0; k < value_count; ++k) acc[k] = 0;
+  }
+  KOKKOS_INLINE_FUNCTION void join(value_type dst, const value_type src) const {
+    for (size_type k = 0; k < value_count; ++k) dst[k] += src[k];
+  }
+#if KOKKOS_VERSION < 40000
+  KOKKOS_INLINE_FUNCTION void join(volatile double* dst, const volatile double* src) const {
+    for (size_type k = 0; k < value_count; ++k) dst[k] += src[k];
+  }
+#endif
+};
+
+}  // namespace model_detail
+
+template <class T>
+class ReproducibleModel {
+  static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>,
+                "reproducible sums read fp64 or fp32 data (16-bit storage is not supported)");
+
+ public:
+  // One model rank: acc += this micro-batch's sums (r from X w + b).
+  template <class XView, class YView, class WView, class BView>
+  void fused(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
+             const ReproGrids& grids, const View1<double>& acc) {
+    check(X, y.extent(0) == X.extent(0) && w.extent(0) == X.extent(1), acc);
+    using F = model_detail::ReproGradientReduce<model_detail::ReproFused, XView, YView, WView, BView, YView>;
+    reduce(exec, F{value_count(X), X, y, w, b, y, grids}, X.extent(0), acc);
+  }
+
+  // Model-parallel, step 1: zacc (extent 3 rows, level-major) <- each row's forward
+  // accumulator over this rank's columns (without the bias).
+  template <class XView, class WView>
+  void forward_partial(const execution_space& exec, const XView& X, const WView& w, const ReproGrid& grid,
+                       const View1<double>& zacc) {
+    const long long n = static_cast<long long>(X.extent(0));
+    if (w.extent(0) != X.extent(1) || static_cast<long long>(zacc.extent(0)) != 3 * n) {
+      throw ShapeError("kpmap::ReproducibleModel::forward_partial: X is " + std::to_string(n) + " x " +
+                       std::to_string(X.extent(1)) + ", w has " + std::to_string(w.extent(0)) +
+                       " elements and zacc " + std::to_string(zacc.extent(0)) + " (3 per row)");
+    }
+    Kokkos::parallel_for(
+        "kpmap::model::repro_forward", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n),
+        KOKKOS_LAMBDA(long long i) { model_detail::repro_dot(X, i, w, grid, zacc(i), zacc(n + i), zacc(2 * n + i)); });
+    exec.fence();
+  }
+
+  // Model-parallel, step 2 (after the psum of zacc over `model`): z(i) = the value of row i's
+  // accumulator.
+  static void z_from_partials(const execution_space& exec, const View1<double>& zacc, const View1<double>& z) {
+    const long long n = static_cast<long long>(z.extent(0));
+    Kokkos::parallel_for(
+        "kpmap::model::repro_z", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n),
+        KOKKOS_LAMBDA(long long i) { z(i) = repro_value(zacc(i), zacc(n + i), zacc(2 * n + i)); });
+  }
+
+  // Model-parallel, step 3: acc += this micro-batch's sums (r from z + b).
+  template <class XView, class ZView, class YView, class BView>
+  void backward(const execution_space& exec, const XView& X, const ZView& z, const YView& y, const BView& b,
+                const ReproGrids& grids, const View1<double>& acc) {
+    check(X, y.extent(0) == X.extent(0) && z.extent(0) == X.extent(0), acc);
+    using F = model_detail::ReproGradientReduce<model_detail::ReproFromZ, XView, YView, YView, BView, ZView>;
+    reduce(exec, F{value_count(X), X, y, y, b, z, grids}, X.extent(0), acc);
+  }
+
+  std::size_t workspace_bytes() const { return sums_.span() * sizeof(double); }
+
+ private:
+  template <class XView>
+  static std::size_t value_count(const XView& X) {
+    return 3 * (X.extent(1) + 2);
+  }
+  template <class XView>
+  static void check(const XView& X, bool ok, const View1<double>& acc) {
+    static_assert(XView::rank == 2, "X has rank 2");
+    if (!ok || acc.extent(0) != value_count(X)) {
+      throw ShapeError("kpmap::ReproducibleModel: X is " + std::to_string(X.extent(0)) + " x " +
+                       std::to_string(X.extent(1)) + " but y, z, w or the accumulator (" +
+                       std::to_string(acc.extent(0)) + ", 3 (F + 2) needed) do not fit it");
+    }
+  }
+
+  template <class Functor>
+  void reduce(const execution_space& exec, const Functor& f, std::size_t rows, const View1<double>& acc) {
+    if (sums_.extent(0) < f.value_count) {
+      sums_ = View1<double>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::repro_sums"), f.value_count);
+    }
+    const auto sums = Kokkos::subview(sums_, Kokkos::make_pair(std::size_t(0), f.value_count));
+    Kokkos::parallel_reduce("kpmap::model::repro_gradient",
+                            Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(
+                                exec, 0, static_cast<long long>(rows)),
+                            f, sums);
+    Kokkos::parallel_for(
+        "kpmap::model::repro_accumulate",
+        Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(f.value_count)),
+        KOKKOS_LAMBDA(long long k) { acc(k) += sums(k); });
+    exec.fence();
+  }
+
+  View1<double> sums_;
+};
+
+}  // namespace kpmap
