@@ -125,6 +125,7 @@ TEST(ConfigTrain, DefaultsFollowTheSchema) {
   EXPECT_EQ(c.precision.params, kpmap::Dtype::fp32);
   EXPECT_EQ(c.precision.comm, kpmap::Dtype::fp32);
   EXPECT_EQ(c.precision.loss_scale, "none");
+  EXPECT_FALSE(c.precision.reproducible);
   EXPECT_EQ(c.comm.strategy, "allreduce");
   EXPECT_EQ(c.comm.bucket_bytes, 0);
   EXPECT_FALSE(c.comm.overlap);
@@ -282,14 +283,15 @@ TEST(ConfigTrain, PrecisionCombinations) {
   EXPECT_EQ(c.precision.loss_scale, "static");
   EXPECT_EQ(c.precision.static_scale, 1024.0);
   EXPECT_EQ(c.resolved["precision"].dump(),
-            R"({"compute":"fp32","params":"fp64","comm":"fp16","loss_scale":1024.0})");
+            R"({"compute":"fp32","params":"fp64","comm":"fp16","loss_scale":1024.0,"reproducible":false})");
   c = load(head + "precision: {compute: fp16, loss_scale: dynamic, scaler: {growth_interval: 50}}\n");
   EXPECT_EQ(c.precision.loss_scale, "dynamic");
   EXPECT_EQ(c.precision.scaler.growth_interval, 50);
   EXPECT_EQ(c.precision.scaler.init, 65536.0);
   EXPECT_EQ(c.resolved["precision"].dump(),
             R"({"compute":"fp16","params":"fp32","comm":"fp16","loss_scale":"dynamic",)"
-            R"("scaler":{"init":65536.0,"growth_interval":50,"growth_factor":2.0,"backoff_factor":0.5}})");
+            R"("scaler":{"init":65536.0,"growth_interval":50,"growth_factor":2.0,"backoff_factor":0.5},)"
+            R"("reproducible":false})");
 }
 
 TEST(ConfigTrain, WeightScaleIsPositive) {
@@ -338,6 +340,33 @@ TEST(ConfigTrain, PrecisionAndCommAcceptTheSchemaAndRejectWhatIsNotBuilt) {
       {"output:\n  every: 0\n", "deck.yaml:5:10: output.every: 0 is out of range (allowed: >= 1)"},
       {"output:\n  report: [a, b]\n", "deck.yaml:5:11: output.report: expected a string, got '[a, b]'"},
       {"trian:\n  steps: 3\n", "deck.yaml:4:1: trian: unknown key; did you mean 'train'?"},
+  });
+}
+
+TEST(ConfigTrain, ReproducibleSumsAndWhatTheyExclude) {
+  const auto c = load(head + "precision: {compute: fp32, reproducible: true}\n");
+  EXPECT_TRUE(c.precision.reproducible);
+  EXPECT_EQ(c.precision.comm, kpmap::Dtype::fp64);  // the exact accumulators travel as fp64
+  EXPECT_EQ(c.resolved["precision"]["reproducible"], true);
+  EXPECT_TRUE(load(head + "precision: {compute: fp64, comm: fp64, reproducible: true}\n").precision.reproducible);
+  expect_errors({
+      {"precision:\n  reproducible: yes please\n",
+       "deck.yaml:5:17: precision.reproducible: 'yes please' is not true or false"},
+      {"precision:\n  compute: bf16\n  reproducible: true\n",
+       "deck.yaml:6:17: precision.reproducible: true needs precision.compute fp64 or fp32 (bf16 is not supported "
+       "by the reproducible kernels)"},
+      {"precision:\n  comm: fp32\n  reproducible: true\n",
+       "deck.yaml:5:9: precision.comm: fp32 does not apply with precision.reproducible: true (the exact "
+       "accumulators travel as fp64; allowed: fp64, or leave it unset)"},
+      {"precision:\n  reproducible: true\n  loss_scale: 128\n",
+       "deck.yaml:6:15: precision.loss_scale: 128 does not apply with precision.reproducible: true"},
+      {"precision:\n  reproducible: true\ncomm:\n  strategy: reduce_scatter\n",
+       "deck.yaml:7:13: comm.strategy: 'reduce_scatter' does not apply with precision.reproducible: true "
+       "(allowed: allreduce)"},
+      {"precision:\n  reproducible: true\ncomm:\n  bucket_bytes: 64\n",
+       "deck.yaml:7:17: comm.bucket_bytes: 64 does not apply with precision.reproducible: true (allowed: 0)"},
+      {"precision:\n  reproducible: true\ncomm:\n  overlap: true\n",
+       "deck.yaml:7:12: comm.overlap: true does not apply with precision.reproducible: true (allowed: false)"},
   });
 }
 
@@ -452,7 +481,8 @@ TEST(ConfigResolved, EveryDefaultInSchemaOrder) {
                 "weight_scale": 1.0, "source": "synthetic"},
     "train": {"steps": 200, "batch": 1024, "accumulation": 1, "kernel": "fused",
               "optimizer": {"name": "adam", "lr": 0.05, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}},
-    "precision": {"compute": "fp32", "params": "fp32", "comm": "fp32", "loss_scale": "none"},
+    "precision": {"compute": "fp32", "params": "fp32", "comm": "fp32", "loss_scale": "none",
+                  "reproducible": false},
     "comm": {"strategy": "allreduce", "bucket_bytes": 0, "overlap": false},
     "output": {"every": 10, "report": "r.json"}})");
   // dump() compares the key order too (ordered_json's == does as well, but says less on failure).

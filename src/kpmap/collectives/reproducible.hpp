@@ -5,12 +5,13 @@
 //   psum(mesh, "data", in, out, kpmap::reproducible);
 //   pmean(mesh, "data", in, out, kpmap::reproducible);
 // Element types float and double (accumulated in double). How (core/repro_sum.hpp): one pmax of
-// max |x| over the axis gives a bound B; every element becomes a three-level fixed-point
-// accumulator on the grid of (axis size) terms of magnitude <= B; the accumulators are psum'ed as
-// doubles (exact, in any order); each element is their value rounded to the element type, then
-// divided by the axis size for pmean. Cost: one extra scalar pmax and three doubles per element
-// on the wire. The error bound is relative to the largest element of the whole View (not to each
-// element's own magnitude): see docs/collectives.md. A non-finite element, or a sum outside the
+// max |x| over the axis gives a bound B; every element becomes a two-level fixed-point
+// accumulator on the grid of n (the axis size) terms of magnitude <= B; the accumulators are
+// psum'ed as doubles (exact, in any order); each element is their value rounded to the element
+// type, then divided by n for pmean. Cost: one extra scalar pmax and two doubles per element on
+// the wire. The error is at most n u2 / 2 (about n^3 B 2^-100) plus the final rounding: relative
+// to the largest element of the whole View, not to each element's own magnitude (see
+// docs/collectives.md). A non-finite element, or a sum outside the
 // grid's range (above about 2^1019), throws RuntimeError on every rank of the axis (they all see
 // the same bound).
 #pragma once
@@ -71,22 +72,21 @@ void reproducible_reduce(const char* name, bool mean, const Mesh& mesh, const Ax
     throw RuntimeError(msg.str());
   }
 
-  // Three levels per element, level-major, summed as doubles over the axis.
-  const Flat<double, memory_space> acc = allocate<double, memory_space>("kpmap::reproducible::acc", 3 * count);
+  // Two levels per element, level-major, summed as doubles over the axis.
+  const Flat<double, memory_space> acc = allocate<double, memory_space>("kpmap::reproducible::acc", 2 * count);
   Kokkos::parallel_for(
       "kpmap::reproducible::split", Kokkos::RangePolicy<exec, Policy>(0, count), KOKKOS_LAMBDA(std::int64_t i) {
         double s1 = 0, s2 = 0, s3 = 0;
-        repro_add(grid, static_cast<double>(at_flat(in, i)), s1, s2, s3);
+        repro_add<2>(grid, static_cast<double>(at_flat(in, i)), s1, s2, s3);
         acc(i) = s1;
         acc(count + i) = s2;
-        acc(2 * count + i) = s3;
       });
   exec().fence();
   psum(mesh, axes, acc, acc);
   const double divisor = mean ? static_cast<double>(n) : 1.0;
   Kokkos::parallel_for(
       "kpmap::reproducible::value", Kokkos::RangePolicy<exec, Policy>(0, count), KOKKOS_LAMBDA(std::int64_t i) {
-        at_flat(out, i) = static_cast<T>(repro_value(acc(i), acc(count + i), acc(2 * count + i)) / divisor);
+        at_flat(out, i) = static_cast<T>(repro_value(acc(i), acc(count + i), 0.0) / divisor);
       });
   exec().fence();
 }

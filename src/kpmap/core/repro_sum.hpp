@@ -62,8 +62,9 @@ struct ReproGrid {
     return true;
   }
 
-  // |result - exact sum| for up to `terms` terms, before the final roundings.
-  double error_bound() const { return terms * level[levels - 1].unit / 2; }
+  // |result - exact sum| for up to `terms` terms added with `used` levels, before the final
+  // roundings.
+  double error_bound(int used = levels) const { return terms * level[used - 1].unit / 2; }
 
  private:
   static ReproLevel make_level(double top) {
@@ -79,30 +80,36 @@ namespace repro_detail {
 // -ffast-math or -fassociative-math).
 KOKKOS_INLINE_FUNCTION double extract(double p, double sigma) { return (sigma + p) - sigma; }
 
-// Levels 2 and 3 of a remainder r (|r| <= u1 / 2).
+// Levels 2 (and 3) of a remainder r (|r| <= u1 / 2).
+template <int levels>
 KOKKOS_INLINE_FUNCTION void add_rest(const ReproGrid& g, double r, double& s2, double& s3) {
   const double q2 = extract(r, g.level[1].sigma);
   s2 += q2;
-  s3 += extract(r - q2, g.level[2].sigma);
+  if constexpr (levels == 3) s3 += extract(r - q2, g.level[2].sigma);
 }
 }  // namespace repro_detail
 
-// Adds the term p to the accumulator (s1, s2, s3).
+// Adds the term p to the accumulator (s1, s2, s3). With levels = 2, s3 is not touched and what
+// falls below u2 is dropped: the error bound is error_bound(2) (for short sums, such as a dot
+// product over the features).
+template <int levels = 3>
 KOKKOS_INLINE_FUNCTION void repro_add(const ReproGrid& g, double p, double& s1, double& s2, double& s3) {
+  static_assert(levels == 2 || levels == 3, "2 or 3 levels");
   const double q1 = repro_detail::extract(p, g.level[0].sigma);
   s1 += q1;
-  repro_detail::add_rest(g, p - q1, s2, s3);
+  repro_detail::add_rest<levels>(g, p - q1, s2, s3);
 }
 
 // Adds the product a * b (see the header comment for its rounding).
+template <int levels = 3>
 KOKKOS_INLINE_FUNCTION void repro_add_product(const ReproGrid& g, double a, double b, double& s1, double& s2,
                                               double& s3) {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__FP_FAST_FMA)
   const double q1 = fma(a, b, g.level[0].sigma) - g.level[0].sigma;
   s1 += q1;
-  repro_detail::add_rest(g, fma(a, b, -q1), s2, s3);
+  repro_detail::add_rest<levels>(g, fma(a, b, -q1), s2, s3);
 #else
-  repro_add(g, a * b, s1, s2, s3);
+  repro_add<levels>(g, a * b, s1, s2, s3);
 #endif
 }
 

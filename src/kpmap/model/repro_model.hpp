@@ -1,9 +1,10 @@
 // Linear regression with reproducible sums (precision.reproducible, docs/train.md): every sum
 // whose order depends on the decomposition (over features: z = X w, split over `model`; over
 // rows: the gradient, the bias gradient and the loss, split over threads, micro-batches and
-// `data`) is a three-level fixed-point accumulator (core/repro_sum.hpp) on a grid fixed before
-// the step. Each product is rounded the same way wherever it is formed, and the accumulators add
-// exactly, so the step's sums are the same bits on every mesh, thread count and accumulation.
+// `data`) is a fixed-point accumulator (core/repro_sum.hpp: three levels, two for the dot
+// products over the features) on a grid fixed before the step. Each product is rounded the same
+// way wherever it is formed, and the accumulators add exactly, so the step's sums are the same
+// bits on every mesh, thread count and accumulation.
 //
 // The step accumulator: a View1<double> of 3 (F + 2) doubles, level-major ([level][slot]), slots
 // [0, F) sum_i r_i x_ij over this rank's F columns, F sum_i r_i, F + 1 sum_i r_i^2, where
@@ -41,12 +42,14 @@ struct ReproGrids {
 
 namespace model_detail {
 
-// The forward accumulator of row i over its columns (lanes of independent triples, all exact).
+// The forward accumulator of row i over its columns (lanes of independent accumulators, all
+// exact). Two levels: a dot product has few terms (the features), so level 2's unit is already
+// about F^2 2^-100 of the bound (s3 stays 0).
 template <class XView, class WView>
 KOKKOS_INLINE_FUNCTION void repro_dot(const XView& X, long long i, const WView& w, const ReproGrid& g, double& s1,
                                       double& s2, double& s3) {
   constexpr int lanes = 4;
-  double p1[lanes] = {}, p2[lanes] = {}, p3[lanes] = {};
+  double p1[lanes] = {}, p2[lanes] = {}, p3[lanes] = {};  // p3: unused with two levels
   const long long F = static_cast<long long>(X.extent(1));
   if constexpr (std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>) {
     const auto* KOKKOS_RESTRICT x = X.data() + i * static_cast<long long>(X.stride(0));
@@ -54,21 +57,21 @@ KOKKOS_INLINE_FUNCTION void repro_dot(const XView& X, long long i, const WView& 
     long long j = 0;
     for (; j + lanes <= F; j += lanes) {
       for (int k = 0; k < lanes; ++k) {
-        repro_add_product(g, static_cast<double>(x[j + k]), static_cast<double>(wp[j + k]), p1[k], p2[k], p3[k]);
+        repro_add_product<2>(g, static_cast<double>(x[j + k]), static_cast<double>(wp[j + k]), p1[k], p2[k], p3[k]);
       }
     }
     for (int k = 0; j + k < F; ++k) {
-      repro_add_product(g, static_cast<double>(x[j + k]), static_cast<double>(wp[j + k]), p1[k], p2[k], p3[k]);
+      repro_add_product<2>(g, static_cast<double>(x[j + k]), static_cast<double>(wp[j + k]), p1[k], p2[k], p3[k]);
     }
   } else {
     for (long long j = 0; j < F; ++j) {
       const int k = static_cast<int>(j % lanes);
-      repro_add_product(g, static_cast<double>(X(i, j)), static_cast<double>(w(j)), p1[k], p2[k], p3[k]);
+      repro_add_product<2>(g, static_cast<double>(X(i, j)), static_cast<double>(w(j)), p1[k], p2[k], p3[k]);
     }
   }
   s1 = (p1[0] + p1[1]) + (p1[2] + p1[3]);
   s2 = (p2[0] + p2[1]) + (p2[2] + p2[3]);
-  s3 = (p3[0] + p3[1]) + (p3[2] + p3[3]);
+  s3 = 0;
 }
 
 // a_k[j] += level k of r * x[j] for j < n (the columns of one row).
