@@ -67,7 +67,7 @@ struct Problem {
     const std::size_t S = static_cast<std::size_t>(F + 2);
     for (long long i = 0; i < n; ++i) {
       double s1 = 0, s2 = 0, s3 = 0;
-      for (long long j = 0; j < F; ++j) kpmap::repro_add_product(grids.forward, x[i * F + j], w[j], s1, s2, s3);
+      for (long long j = 0; j < F; ++j) kpmap::repro_add_product<2>(grids.forward, x[i * F + j], w[j], s1, s2, s3);
       const double r = (kpmap::repro_value(s1, s2, s3) + b) - y[i];
       for (long long j = 0; j < F; ++j) {
         kpmap::repro_add_product(grids.gradient, r, x[i * F + j], acc[j], acc[S + j], acc[2 * S + j]);
