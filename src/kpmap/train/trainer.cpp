@@ -433,6 +433,36 @@ HistoryEntry repro_step(RunState<S, M, Layout>& s, ReproState<S>& rs, Comm& comm
   return entry;
 }
 
+// The step loop and the result, whatever the step: one_step() returns the step's HistoryEntry;
+// workspace_bytes(): the step's buffers beyond the state's gradient, after the steps (the
+// report's memory.gradients).
+template <class S, class M, class Layout, class Comm, class OneStep, class Workspace>
+TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const TrainSpec& spec, const Mesh& mesh,
+                  const StepCallback& on_step, TrainResult& r, OneStep&& one_step, Workspace&& workspace_bytes) {
+  const double start = MPI_Wtime();
+  std::size_t bytes = 0;
+  long long calls = 0;
+  while (s.step < spec.steps) {
+    const HistoryEntry entry = one_step();
+    bytes += comm.take_bytes();
+    calls += comm.take_calls();
+    r.history.push_back(entry);
+    if (on_step) on_step(entry.step, entry.loss);
+  }
+  r.timers.add(Phase::total, MPI_Wtime() - start);
+  r.final_loss = r.history.back().loss;
+  r.comm_bytes_per_step = bytes / static_cast<std::size_t>(spec.steps);
+  r.comm_calls_per_step = static_cast<double>(calls) / static_cast<double>(spec.steps);
+  r.param_bytes = s.param_bytes();
+  r.gradient_bytes = s.gradient_bytes() + workspace_bytes();
+  r.optimizer_bytes = s.optimizer->state_bytes();
+  r.data_bytes = s.shard.bytes();
+  r.shard_elements = comm.shard_size();
+  r.shard_padding = comm.shard_padding();
+  finish(s, mesh, comm, spec.problem, r);
+  return r;
+}
+
 template <class S, class M, class Layout>
 TrainResult run_reproducible(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
   if constexpr (is_half<S>::value) {
@@ -449,28 +479,9 @@ TrainResult run_reproducible(const TrainSpec& spec, const Mesh& mesh, const Step
     StepComm<Acc> comm(mesh, dtype_v<Acc>, false, spec.comm_spec, slice_params(spec, mesh));
     RunState<S, M, Layout> s = make_state<S, M, Layout>(spec, comm);
     ReproState<S> rs = make_repro_state(s, comm);
-    const double start = MPI_Wtime();
-    std::size_t bytes = 0;
-    long long calls = 0;
-    while (s.step < spec.steps) {
-      const HistoryEntry entry = repro_step(s, rs, comm, spec, r.timers);
-      bytes += comm.take_bytes();
-      calls += comm.take_calls();
-      r.history.push_back(entry);
-      if (on_step) on_step(entry.step, entry.loss);
-    }
-    r.timers.add(Phase::total, MPI_Wtime() - start);
-    r.final_loss = r.history.back().loss;
-    r.comm_bytes_per_step = bytes / static_cast<std::size_t>(spec.steps);
-    r.comm_calls_per_step = static_cast<double>(calls) / static_cast<double>(spec.steps);
-    r.param_bytes = s.param_bytes();
-    r.gradient_bytes = s.gradient_bytes() + (rs.acc.span() + rs.zacc.span() + rs.z.span()) * sizeof(double) +
-                       rs.model.workspace_bytes();
-    r.optimizer_bytes = s.optimizer->state_bytes();
-    r.data_bytes = s.shard.bytes();
-    r.shard_elements = comm.shard_size();
-    finish(s, mesh, comm, spec.problem, r);
-    return r;
+    return drive(
+        s, comm, spec, mesh, on_step, r, [&] { return repro_step(s, rs, comm, spec, r.timers); },
+        [&] { return (rs.acc.span() + rs.zacc.span() + rs.z.span()) * sizeof(double) + rs.model.workspace_bytes(); });
   }
 }
 
@@ -484,28 +495,9 @@ TrainResult run(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_
   RunState<S, M, Layout> s = make_state<S, M, Layout>(spec, comm);
   if (comm.casts()) comm.start_loss_exponent(first_loss_estimate(s));
   LinearModel<S, Acc> model(spec.kernel);
-  const double start = MPI_Wtime();
-  std::size_t bytes = 0;
-  long long calls = 0;
-  while (s.step < spec.steps) {
-    const HistoryEntry entry = step(s, model, comm, scaler, spec, mesh.rank(), r.timers);
-    bytes += comm.take_bytes();
-    calls += comm.take_calls();
-    r.history.push_back(entry);
-    if (on_step) on_step(entry.step, entry.loss);
-  }
-  r.timers.add(Phase::total, MPI_Wtime() - start);
-  r.final_loss = r.history.back().loss;
-  r.comm_bytes_per_step = bytes / static_cast<std::size_t>(spec.steps);
-  r.comm_calls_per_step = static_cast<double>(calls) / static_cast<double>(spec.steps);
-  r.param_bytes = s.param_bytes();
-  r.gradient_bytes = s.gradient_bytes() + comm.wire_bytes();
-  r.optimizer_bytes = s.optimizer->state_bytes();
-  r.data_bytes = s.shard.bytes();
-  r.shard_elements = comm.shard_size();
-  r.shard_padding = comm.shard_padding();
-  finish(s, mesh, comm, spec.problem, r);
-  return r;
+  return drive(
+      s, comm, spec, mesh, on_step, r, [&] { return step(s, model, comm, scaler, spec, mesh.rank(), r.timers); },
+      [&] { return comm.wire_bytes(); });
 }
 
 template <class S, class M>
