@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kpmap/bench/bench.hpp"
@@ -26,7 +27,7 @@ using kpmap::Dtype;
 const std::vector<Collective> every_collective{
     Collective::psum,       Collective::pmean,      Collective::pmax,
     Collective::pmin,       Collective::all_gather, Collective::psum_scatter,
-    Collective::all_to_all, Collective::ppermute,   Collective::pbroadcast};
+    Collective::all_to_all, Collective::ppermute,   Collective::pbroadcast, Collective::psum_reproducible};
 
 // --- conventions (pure functions) ------------------------------------------------------------
 
@@ -250,6 +251,11 @@ void run_once(Collective c, const kpmap::Mesh& mesh, const kpmap::View1<T>& in, 
     case Collective::pbroadcast:
       kpmap::pbroadcast(mesh, "i", in, out, 0);
       break;
+    case Collective::psum_reproducible:
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        kpmap::psum(mesh, "i", in, out, kpmap::reproducible);
+      }
+      break;
   }
 }
 
@@ -262,6 +268,7 @@ void check_counts(Dtype dtype) {
   const int n = mesh.size(), a = mesh.rank();
   const int m = kpmap::value_modulus(dtype, n);
   for (Collective c : every_collective) {
+    if (c == Collective::psum_reproducible && sizeof(T) == 2) continue;  // fp64 and fp32 only
     const auto msg = kpmap::message(c, 48 * n * static_cast<std::int64_t>(sizeof(T)), sizeof(T), n);
     const kpmap::View1<T> in("kpmap::test_in", msg.in), out("kpmap::test_out", msg.out);
     kpmap::bench::fill_input(in, a, m);

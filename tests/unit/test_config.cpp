@@ -555,8 +555,14 @@ TEST(ConfigBench, ListElementsAreNamedByIndexAndLine) {
   EXPECT_NE(
       msg.find(
           "deck.yaml:3:29: bench.collectives[1]: 'psun' is not allowed (allowed: psum | pmean | pmax | "
-          "pmin | all_gather | psum_scatter | all_to_all | ppermute | pbroadcast); did you mean 'psum'?"),
+          "pmin | all_gather | psum_scatter | all_to_all | ppermute | pbroadcast | psum_reproducible); did you "
+          "mean 'psum'?"),
       std::string::npos)
+      << msg;
+  msg = load_error(bench_head + "bench: {collectives: [psum, psum_reproducible], dtypes: [fp32, bf16]}\n");
+  EXPECT_NE(msg.find("deck.yaml:3:64: bench.dtypes[1]: 'bf16' does not apply to psum_reproducible in "
+                     "bench.collectives (allowed with it: fp64, fp32)"),
+            std::string::npos)
       << msg;
   msg = load_error(bench_head + "bench: {dtypes: [fp32, fp8]}\n");
   EXPECT_NE(

@@ -14,7 +14,7 @@ namespace {
 constexpr Collective all_collectives[] = {
     Collective::psum,       Collective::pmean,      Collective::pmax,
     Collective::pmin,       Collective::all_gather, Collective::psum_scatter,
-    Collective::all_to_all, Collective::ppermute,   Collective::pbroadcast};
+    Collective::all_to_all, Collective::ppermute,   Collective::pbroadcast, Collective::psum_reproducible};
 
 // Collectives whose per-rank buffers are n blocks of `count` elements on one side.
 bool blocked(Collective c) {
@@ -58,6 +58,8 @@ std::string to_string(Collective c) {
       return "ppermute";
     case Collective::pbroadcast:
       return "pbroadcast";
+    case Collective::psum_reproducible:
+      return "psum_reproducible";
   }
   return "?";
 }
@@ -73,6 +75,7 @@ const char* redop(Collective c) {
   switch (c) {
     case Collective::psum:
     case Collective::psum_scatter:
+    case Collective::psum_reproducible:
       return "sum";
     case Collective::pmean:
       return "avg";
@@ -120,6 +123,7 @@ double busbw_factor(Collective c, int n) {
     case Collective::pmean:
     case Collective::pmax:
     case Collective::pmin:
+    case Collective::psum_reproducible:
       return 2.0 * (nn - 1.0) / nn;
     case Collective::all_gather:
     case Collective::psum_scatter:

@@ -13,7 +13,19 @@
 
 namespace kpmap {
 
-enum class Collective { psum, pmean, pmax, pmin, all_gather, psum_scatter, all_to_all, ppermute, pbroadcast };
+// psum_reproducible: psum(..., kpmap::reproducible) (fp64 and fp32 only).
+enum class Collective {
+  psum,
+  pmean,
+  pmax,
+  pmin,
+  all_gather,
+  psum_scatter,
+  all_to_all,
+  ppermute,
+  pbroadcast,
+  psum_reproducible
+};
 
 std::string to_string(Collective c);
 Collective parse_collective(const std::string& name);  // throws InputError for an unknown name
@@ -22,7 +34,7 @@ std::size_t element_size(Dtype dtype);
 
 // The Views of one row and nccl-tests' conventions for its columns. With n ranks on the axis and
 // T the element type:
-//   psum/pmean/pmax/pmin, ppermute, pbroadcast: in = out = count elements.
+//   psum/pmean/pmax/pmin, psum_reproducible, ppermute, pbroadcast: in = out = count elements.
 //   all_gather:   in = count (per rank), out = n * count (tiled along dimension 0).
 //   psum_scatter: in = n * count, out = count (per rank).
 //   all_to_all:   in = out = n * count; count is one chunk (what each rank sends each peer).

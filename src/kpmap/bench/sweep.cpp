@@ -2,6 +2,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kpmap/bench/bench.hpp"
 #include "kpmap/bench/check.hpp"
@@ -44,6 +45,13 @@ void call(Collective c, const Mesh& mesh, const AxisNames& axes, const View1<T>&
       break;
     case Collective::pbroadcast:
       pbroadcast(mesh, axes, in, out, 0);
+      break;
+    case Collective::psum_reproducible:
+      if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
+        psum(mesh, axes, in, out, reproducible);
+      } else {
+        throw InputError("bench.collectives: psum_reproducible takes fp64 and fp32 only");
+      }
       break;
   }
 }

@@ -17,6 +17,8 @@ const char* nccl_name(Collective c) {
     case Collective::pmax:
     case Collective::pmin:
       return "all-reduce, busbw = algbw * 2(n-1)/n";
+    case Collective::psum_reproducible:
+      return "all-reduce, reproducible (psum's data on the wire: 2 doubles per element), busbw = algbw * 2(n-1)/n";
     case Collective::all_gather:
       return "all-gather, busbw = algbw * (n-1)/n";
     case Collective::psum_scatter:

@@ -89,7 +89,8 @@ ScalerConfig parse_scaler(Section& s) {
 // --- bench -------------------------------------------------------------------------------------
 
 const std::vector<std::string> bench_collectives{
-    "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all", "ppermute", "pbroadcast"};
+    "psum",     "pmean",      "pmax",           "pmin", "all_gather", "psum_scatter", "all_to_all",
+    "ppermute", "pbroadcast", "psum_reproducible"};
 const std::vector<std::string> bench_dtypes{"fp64", "fp32", "bf16", "fp16"};
 
 // Every element type's count then fits MPI's int counts.
@@ -322,6 +323,16 @@ BenchConfig parse_bench(Section& s, const MeshConfig& mesh) {
   b.dtypes.clear();
   for (const auto& name : word_list(s, "dtypes", dtype_names, bench_dtypes))
     b.dtypes.push_back(dtype_of(name));
+  const bool reproducible =
+      std::find(b.collectives.begin(), b.collectives.end(), "psum_reproducible") != b.collectives.end();
+  for (std::size_t i = 0; reproducible && i < b.dtypes.size(); ++i) {
+    if (size_of(b.dtypes[i]) == 2) {
+      const std::string what = "'" + to_string(b.dtypes[i]) +
+                               "' does not apply to psum_reproducible in bench.collectives (allowed with it: fp64, fp32)";
+      if (s.has("dtypes")) s.fail_at(s.raw("dtypes")[i], "dtypes[" + std::to_string(i) + "]", what);
+      s.fail("collectives", what);
+    }
+  }
   b.axes = bench_axes(s, mesh);
   b.min_bytes = byte_count(s, "min_bytes", b.min_bytes);
   b.max_bytes = byte_count(s, "max_bytes", b.max_bytes);
