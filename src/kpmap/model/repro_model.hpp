@@ -21,7 +21,13 @@
 // double; products of fp32 values are exact in double.
 //
 // Either gradient kernel setting runs these kernels (Kokkos Kernels' gemv sums in its own
-// order); rows of LayoutRight Views are read through pointers, other layouts through the View.
+// order); rows of LayoutRight Views are read through pointers (on host backends by the loops of
+// model/repro_rows.cpp, built for SSE2 and AVX2), other layouts through the View.
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+#define KPMAP_REPRO_HOST_ROWS 1
+#else
+#define KPMAP_REPRO_HOST_ROWS 0
+#endif
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -31,14 +37,9 @@
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/repro_sum.hpp"
 #include "kpmap/core/types.hpp"
+#include "kpmap/model/repro_rows.hpp"
 
 namespace kpmap {
-
-// The grids of one step's sums: forward (features terms |x_ij w_j|), gradient (rows terms
-// |r_i x_ij|), residual (rows terms |r_i|), loss (rows terms r_i^2).
-struct ReproGrids {
-  ReproGrid forward, gradient, residual, loss;
-};
 
 namespace model_detail {
 
@@ -54,6 +55,14 @@ KOKKOS_INLINE_FUNCTION void repro_dot(const XView& X, long long i, const WView& 
   if constexpr (std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>) {
     const auto* KOKKOS_RESTRICT x = X.data() + i * static_cast<long long>(X.stride(0));
     const auto* KOKKOS_RESTRICT wp = w.data();
+#if KPMAP_REPRO_HOST_ROWS
+    double s[2];
+    repro_row_dot(g, x, wp, F, s);
+    s1 = s[0];
+    s2 = s[1];
+    s3 = 0;
+    return;
+#endif
     long long j = 0;
     for (; j + lanes <= F; j += lanes) {
       for (int k = 0; k < lanes; ++k) {
@@ -104,6 +113,19 @@ struct ReproGradientReduce {
     double* a1 = acc;
     double* a2 = acc + S;
     double* a3 = acc + 2 * S;
+    const double bias = b.extent(0) > 0 ? static_cast<double>(b(0)) : 0.0;
+#if KPMAP_REPRO_HOST_ROWS
+    if constexpr (std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>) {
+      const auto* x = X.data() + i * static_cast<long long>(X.stride(0));
+      if constexpr (std::is_same_v<Tag, ReproFused>) {
+        repro_row(g, x, w.data(), F, 0.0, bias, static_cast<double>(y(i)), a1, a2, a3);
+      } else {
+        repro_row(g, x, static_cast<decltype(x)>(nullptr), F, static_cast<double>(z(i)), bias,
+                  static_cast<double>(y(i)), a1, a2, a3);
+      }
+      return;
+    }
+#endif
     double zi;
     if constexpr (std::is_same_v<Tag, ReproFused>) {
       double s1, s2, s3;
@@ -112,7 +134,7 @@ struct ReproGradientReduce {
     } else {
       zi = z(i);
     }
-    const double r = (zi + (b.extent(0) > 0 ? static_cast<double>(b(0)) : 0.0)) - static_cast<double>(y(i));
+    const double r = (zi + bias) - static_cast<double>(y(i));
     if constexpr (std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>) {
       repro_axpy(g.gradient, r, X.data() + i * static_cast<long long>(X.stride(0)), F, a1, a2, a3);
     } else {
