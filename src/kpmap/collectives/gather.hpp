@@ -201,13 +201,13 @@ template <class In, class Out>
 Request iall_gather(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
                     int axis, bool tiled = false) {
   auto p = detail::plan_all_gather(mesh, axes, in, out, axis, tiled);
-  std::vector<MPI_Request> requests;
+  detail::Requests requests;
   p.for_each_call([&](const void* send, int count, void* recv, int recv_count,
                       MPI_Datatype recv_type) {
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(MPI_Iallgather(send, count, p.type, recv, recv_count, recv_type, p.comm, &request),
               "MPI_Iallgather");
-    requests.push_back(request);
+    requests.push(request);
   });
   const MPI_Comm comm = p.comm;
   return Request(std::move(requests), comm, std::move(p));
@@ -217,19 +217,19 @@ template <class In, class Out>
 Request ipsum_scatter(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
                       int scatter_dimension, bool tiled = false) {
   auto p = detail::plan_psum_scatter(mesh, axes, in, out, scatter_dimension, tiled);
-  std::vector<MPI_Request> requests;
+  detail::Requests requests;
   p.for_each_call(
       [&](const void* send, void* recv, int count) {
         MPI_Request request = MPI_REQUEST_NULL;
         check_mpi(MPI_Ireduce_scatter_block(send, recv, count, p.type, p.op, p.comm, &request),
                   "MPI_Ireduce_scatter_block");
-        requests.push_back(request);
+        requests.push(request);
       },
       [&](const void* send, void* recv, int count, int root) {
         MPI_Request request = MPI_REQUEST_NULL;
         check_mpi(MPI_Ireduce(send, recv, count, p.type, p.op, root, p.comm, &request),
                   "MPI_Ireduce");
-        requests.push_back(request);
+        requests.push(request);
       });
   const MPI_Comm comm = p.comm;
   return Request(std::move(requests), comm, std::move(p));

@@ -41,7 +41,8 @@ void ppermute(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& 
   const MPI_Datatype type = mpi_datatype<T>();
   constexpr int tag = 0x6b70;  // a private communicator: any fixed tag is unambiguous
   // One send and one receive per chunk; messages between two ranks with one tag arrive in order.
-  std::vector<MPI_Request> requests;
+  MPI_Request first[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  std::vector<MPI_Request> more;  // further chunks' requests (none unless chunked)
   for_each_chunk(total, [&](std::int64_t offset, int count) {
     MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     if (from >= 0) {
@@ -50,10 +51,18 @@ void ppermute(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& 
     if (to >= 0) {
       check_mpi(MPI_Isend(send.data() + offset, count, type, to, tag, comm, &r[1]), "MPI_Isend");
     }
-    requests.insert(requests.end(), r, r + 2);
+    if (offset == 0) {
+      first[0] = r[0];
+      first[1] = r[1];
+    } else {
+      more.insert(more.end(), r, r + 2);
+    }
   });
-  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
+  check_mpi(MPI_Waitall(2, first, MPI_STATUSES_IGNORE), "MPI_Waitall");
+  if (!more.empty()) {
+    check_mpi(MPI_Waitall(static_cast<int>(more.size()), more.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
+  }
   if (from < 0) fill_zero(recv.flat());
   recv.finish();
 }

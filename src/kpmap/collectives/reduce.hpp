@@ -90,13 +90,13 @@ template <ReduceOp Op, class In, class Out>
 Request ireduce(const char* name, bool mean, const Mesh& mesh, const AxisNames& axes,
                 const In& in, const Out& out) {
   auto p = plan_reduce<Op>(name, mean, mesh, axes, in, out);
-  std::vector<MPI_Request> requests;
+  detail::Requests requests;
   for_each_chunk(p.count, [&](std::int64_t offset, int count) {
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(MPI_Iallreduce(p.sendbuf(offset), p.recvbuf(offset), count, p.type, p.op, p.comm,
                              &request),
               "MPI_Iallreduce");
-    requests.push_back(request);
+    requests.push(request);
   });
   const MPI_Comm comm = p.comm;
   return Request(std::move(requests), comm, std::move(p));

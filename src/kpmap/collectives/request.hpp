@@ -58,6 +58,23 @@ class PlanCompletion final : public Completion {
   Plan plan_;
 };
 
+// The MPI requests one collective started: the first inline, those of further chunks
+// (chunk.hpp) in a vector, so that an unchunked collective allocates nothing for them.
+struct Requests {
+  MPI_Request first = MPI_REQUEST_NULL;
+  std::vector<MPI_Request> more;
+  bool started = false;
+
+  void push(MPI_Request request) {
+    if (started) {
+      more.push_back(request);
+    } else {
+      first = request;
+      started = true;
+    }
+  }
+};
+
 }  // namespace detail
 
 // A started non-blocking collective. Move-only. A default-constructed or moved-from Request is
@@ -78,10 +95,9 @@ class Request {
   // A collective started as several MPI operations (a message split into chunks, see
   // chunk.hpp): complete when all of them are.
   template <class Plan>
-  Request(std::vector<MPI_Request> requests, MPI_Comm comm, Plan&& plan)
-      : Request(requests.empty() ? MPI_REQUEST_NULL : requests.front(), comm,
-                std::forward<Plan>(plan)) {
-    if (requests.size() > 1) more_.assign(requests.begin() + 1, requests.end());
+  Request(detail::Requests requests, MPI_Comm comm, Plan&& plan)
+      : Request(requests.first, comm, std::forward<Plan>(plan)) {
+    more_ = std::move(requests.more);
   }
 
   Request(Request&& other) noexcept
