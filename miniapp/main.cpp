@@ -8,6 +8,7 @@
 #include "kpmap/app/run.hpp"
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/version.hpp"
+#include "kpmap/mesh/mpi_env.hpp"
 
 namespace {
 
@@ -54,7 +55,7 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  kpmap::MpiEnvironment mpi(argc, argv);  // MPI_Init_thread(FUNNELED), checked
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int code = kpmap::exit_success;
@@ -64,6 +65,5 @@ int main(int argc, char** argv) {
     code = parse_command_line(argc, argv, rank, options);
     if (code < 0) code = kpmap::run(options, MPI_COMM_WORLD);
   }
-  MPI_Finalize();
   return code;
 }

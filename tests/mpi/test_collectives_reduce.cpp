@@ -124,8 +124,9 @@ class FloatingExtrema : public ::testing::Test {};
 using FloatingTypes = ::testing::Types<double, float, kpmap::bf16, kpmap::fp16>;
 TYPED_TEST_SUITE(FloatingExtrema, FloatingTypes);
 
-// XLA's max/min: a NaN on any one rank makes the result NaN on every rank, and -0 < +0. Element
-// j < 4 is NaN on rank j % n only; element 4 holds ordinary values of both signs; elements 5 and
+// kpmap's max/min (its deliberate choice, docs/collectives.md; JAX's CPU backend drops NaNs): a
+// NaN on any one rank makes the result NaN on every rank, and -0 < +0. Element j < 4 is NaN on
+// rank j % n only; element 4 holds ordinary values of both signs; elements 5 and
 // 6 hold -0 on rank 0 and +0 elsewhere, and the reverse. pmax out of place, pmin in place.
 TYPED_TEST(FloatingExtrema, NanPropagatesAndNegativeZeroIsSmaller) {  // 2 calls
   using T = TypeParam;

@@ -123,7 +123,8 @@ TEST(Permute, ArgumentRules) {
   auto x = make<RView<double, 1>>({3});
   EXPECT_EQ(shape_error([&] { kpmap::ppermute(mesh, "i", x, {{0, n}}); }),
             head + ", perm pair (0, " + std::to_string(n) + "): index " + std::to_string(n) +
-                " is not an axis index (0 <= index < " + std::to_string(n) + ")");
+                " is not an axis index (-" + std::to_string(n) + " <= index < " +
+                std::to_string(n) + ")");
   EXPECT_EQ(shape_error([&] { kpmap::ppermute(mesh, "i", x, {{0, 0}, {0, 0}}); }),
             head + ", perm pair (0, 0): source 0 appears twice (perm must be a partial permutation)");
   if (n >= 2) {

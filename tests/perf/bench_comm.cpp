@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kpmap/mesh/mpi_env.hpp"
 #include "kpmap/train/trainer.hpp"
 
 namespace {
@@ -109,7 +110,7 @@ void table(const char* title, const kpmap::TrainSpec& spec, const std::vector<Va
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  kpmap::MpiEnvironment mpi(argc, argv);  // MPI_Init_thread(FUNNELED), checked
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
     const Options o = parse(argc, argv);
@@ -144,6 +145,5 @@ int main(int argc, char** argv) {
            {"one message", CommStrategy::allreduce, Dtype::fp32, 0, false}},
           o, mesh, rank == 0);
   }
-  MPI_Finalize();
   return 0;
 }

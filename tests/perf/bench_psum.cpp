@@ -16,6 +16,7 @@
 
 #include "kpmap/collectives/collectives.hpp"
 #include "kpmap/mesh/mesh.hpp"
+#include "kpmap/mesh/mpi_env.hpp"
 
 namespace {
 
@@ -122,7 +123,7 @@ class NullReporter : public benchmark::BenchmarkReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  kpmap::MpiEnvironment mpi(argc, argv);  // MPI_Init_thread(FUNNELED), checked
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   {
@@ -139,6 +140,5 @@ int main(int argc, char** argv) {
     }
     mesh = nullptr;
   }
-  MPI_Finalize();
   return 0;
 }

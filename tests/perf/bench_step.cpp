@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kpmap/mesh/mpi_env.hpp"
 #include "kpmap/train/trainer.hpp"
 
 namespace {
@@ -65,7 +66,7 @@ double step_seconds(const kpmap::TrainSpec& spec, const kpmap::Mesh& mesh) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  kpmap::MpiEnvironment mpi(argc, argv);  // MPI_Init_thread(FUNNELED), checked
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
     const Options o = parse(argc, argv);
@@ -93,6 +94,5 @@ int main(int argc, char** argv) {
                   2.0 * static_cast<double>(rows * F) / bf16 * 1e-9);
     }
   }
-  MPI_Finalize();
   return 0;
 }

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "kpmap/mesh/mpi_env.hpp"
+
 namespace {
 
 class RankFailureForwarder : public testing::EmptyTestEventListener {
@@ -52,7 +54,7 @@ class RankFailureForwarder : public testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  kpmap::MpiEnvironment mpi(argc, argv);  // MPI_Init_thread(FUNNELED), checked
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int result = 0;
@@ -68,6 +70,5 @@ int main(int argc, char** argv) {
       std::cout << "FAILED: tests failed on other ranks (see above)" << std::endl;
     }
   }
-  MPI_Finalize();
   return result;
 }

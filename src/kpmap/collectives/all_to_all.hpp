@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include "kpmap/collectives/chunk.hpp"
 #include "kpmap/collectives/gather.hpp"
 
 namespace kpmap {
@@ -31,7 +32,6 @@ void all_to_all(const Mesh& mesh, const AxisNames& axes, const In& in, const Out
                      shape_of(out), expected);
   const std::int64_t m = static_cast<std::int64_t>(in.size());
   const std::int64_t chunk = m / n;
-  const int count = mpi_count("all_to_all", chunk);
   // One chunk's shape: the split dimension divided by n (tiled) or dropped (untiled).
   Shape chunk_shape = shape;
   if (tiled) {
@@ -53,9 +53,20 @@ void all_to_all(const Mesh& mesh, const AxisNames& axes, const In& in, const Out
   typename Staged<Out>::flat_type received = recv.flat();
   if (outer_out > 1) received = allocate<T, Space>("kpmap::all_to_all_recv", m);
   Kokkos::fence();
-  check_mpi(MPI_Alltoall(send.data(), count, mpi_datatype<T>(), received.data(), count,
-                         mpi_datatype<T>(), comm),
-            "MPI_Alltoall");
+  const MPI_Datatype type = mpi_datatype<T>();
+  if (!chunked(chunk)) {
+    const int count = static_cast<int>(chunk);
+    check_mpi(MPI_Alltoall(send.data(), count, type, received.data(), count, type, comm),
+              "MPI_Alltoall");
+  } else {
+    // Elements [offset, offset + k) of every rank's block, as one block type of extent chunk.
+    for_each_chunk(chunk, [&](std::int64_t offset, int k) {
+      const BlockType block(type, k, chunk);
+      check_mpi(MPI_Alltoall(send.data() + offset, 1, block.get(), received.data() + offset, 1,
+                             block.get(), comm),
+                "MPI_Alltoall");
+    });
+  }
   if (outer_out > 1) swap_leading(received, recv.flat(), n, outer_out, chunk / outer_out);
   recv.finish();
 }

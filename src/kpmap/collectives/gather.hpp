@@ -13,7 +13,9 @@
 #include <mpi.h>
 
 #include <utility>
+#include <vector>
 
+#include "kpmap/collectives/chunk.hpp"
 #include "kpmap/collectives/mpi_types.hpp"
 #include "kpmap/collectives/pack.hpp"
 #include "kpmap/collectives/request.hpp"
@@ -44,18 +46,32 @@ struct GatherPlan {
   using T = value_t<In>;
   MPI_Comm comm;
   int n;
-  int count;  // elements per rank
+  std::int64_t m;  // elements per rank (of the input)
   MPI_Datatype type;
-  std::int64_t m;  // elements of the input
   std::int64_t outer;
   Staged<In> send;
   Staged<Out> recv;
   Flat<T, typename Staged<Out>::memory_space> gathered;  // only when outer > 1
 
-  void* recvbuf() const { return outer > 1 ? gathered.data() : recv.data(); }
+  T* recvbuf() const { return outer > 1 ? gathered.data() : recv.data(); }
   void finish() {
     if (outer > 1) swap_leading(gathered, recv.flat(), n, outer, m / outer);
     recv.finish();
+  }
+
+  // call(sendbuf, sendcount, recvbuf, recvcount, recvtype) once, or once per chunk of the m
+  // elements: chunk [offset, offset + k) of every rank's block, received as one block type of
+  // k elements whose extent is m (rank r's chunk lands at r * m + offset).
+  template <class Call>
+  void for_each_call(Call&& call) const {
+    if (!chunked(m)) {
+      call(send.data(), static_cast<int>(m), recvbuf(), static_cast<int>(m), type);
+      return;
+    }
+    for_each_chunk(m, [&](std::int64_t offset, int k) {
+      const BlockType block(type, k, m);
+      call(send.data() + offset, k, recvbuf() + offset, 1, block.get());
+    });
   }
 };
 
@@ -71,9 +87,8 @@ GatherPlan<In, Out> plan_all_gather(const Mesh& mesh, const AxisNames& axes, con
   check_output_shape("all_gather", axes, n, shape, tiling_arguments("axis", axis, tiled),
                      shape_of(out), expected);
   const std::int64_t m = static_cast<std::int64_t>(in.size());
-  const int count = mpi_count("all_gather", m);
   const std::int64_t outer = product(shape, 0, all_gather_axis(shape, axes, n, axis, tiled));
-  GatherPlan<In, Out> p{comm, n, count, mpi_datatype<T>(), m, outer,
+  GatherPlan<In, Out> p{comm, n, m, mpi_datatype<T>(), outer,
                         Staged<In>(in, Use::read, aliased(in, out)), Staged<Out>(out, Use::write),
                         {}};
   if (outer > 1) {
@@ -84,19 +99,38 @@ GatherPlan<In, Out> plan_all_gather(const Mesh& mesh, const AxisNames& axes, con
 
 // psum_scatter's checked arguments and staged buffers, shared likewise. When outer > 1 the
 // input's [outer, n, inner] blocks are swapped into MPI's [n, outer, inner] order here, before
-// the MPI call (MPI reads them); MPI writes the output directly (or its staging buffer).
+// the MPI call (MPI reads them); MPI writes the output directly (or its staging buffer). The
+// 16-bit types sum through a user-defined op, so their buffers are always in host memory.
 template <class In, class Out>
 struct ScatterPlan {
+  using T = value_t<In>;
+  static constexpr bool host_only = uses_user_op<T>(ReduceOp::sum);
   MPI_Comm comm;
   int n;
-  int count;  // elements per rank
+  std::int64_t count;  // elements per rank
   MPI_Datatype type;
   MPI_Op op;
-  Staged<In> staged;
-  Staged<Out> recv;
-  typename Staged<In>::flat_type send;  // staged.flat(), or its block-swapped copy
+  Staged<In, host_only> staged;
+  Staged<Out, host_only> recv;
+  typename Staged<In, host_only>::flat_type send;  // staged.flat(), or its block-swapped copy
 
   void finish() { recv.finish(); }
+
+  // scatter(sendbuf, recvbuf, count) once (MPI_Reduce_scatter_block); or, when the count
+  // exceeds the chunk limit, reduce(sendbuf, recvbuf, k, root) for every chunk and every root:
+  // chunk [offset, offset + k) of block r is reduced onto rank r.
+  template <class Scatter, class Reduce>
+  void for_each_call(Scatter&& scatter, Reduce&& reduce) const {
+    if (!chunked(count)) {
+      scatter(send.data(), recv.data(), static_cast<int>(count));
+      return;
+    }
+    for_each_chunk(count, [&](std::int64_t offset, int k) {
+      for (int root = 0; root < n; ++root) {
+        reduce(send.data() + root * count + offset, recv.data() + offset, k, root);
+      }
+    });
+  }
 };
 
 template <class In, class Out>
@@ -104,6 +138,8 @@ ScatterPlan<In, Out> plan_psum_scatter(const Mesh& mesh, const AxisNames& axes, 
                                        const Out& out, int scatter_dimension, bool tiled) {
   check_pair<In, Out>();
   using T = value_t<In>;
+  using Plan = ScatterPlan<In, Out>;
+  constexpr bool host_only = Plan::host_only;
   const MPI_Comm comm = mesh.comm(axes);
   const int n = comm_size(comm);
   const Shape shape = shape_of(in);
@@ -112,14 +148,13 @@ ScatterPlan<In, Out> plan_psum_scatter(const Mesh& mesh, const AxisNames& axes, 
                      tiling_arguments("scatter_dimension", scatter_dimension, tiled),
                      shape_of(out), expected);
   const std::int64_t m = static_cast<std::int64_t>(in.size());
-  const int count = mpi_count("psum_scatter", m / n);
   const std::int64_t outer = product(shape, 0, scatter_dimension);
-  ScatterPlan<In, Out> p{comm, n, count, mpi_datatype<T>(), mpi_op<T>(ReduceOp::sum),
-                         Staged<In>(in, Use::read, aliased(in, out)), Staged<Out>(out, Use::write),
-                         {}};
+  Plan p{comm, n, m / n, mpi_datatype<T>(), mpi_op<T>(ReduceOp::sum),
+         Staged<In, host_only>(in, Use::read, aliased(in, out)),
+         Staged<Out, host_only>(out, Use::write), {}};
   p.send = p.staged.flat();
   if (outer > 1) {
-    p.send = allocate<T, typename Staged<In>::memory_space>("kpmap::psum_scatter", m);
+    p.send = allocate<T, typename Staged<In, host_only>::memory_space>("kpmap::psum_scatter", m);
     swap_leading(p.staged.flat(), p.send, outer, n, m / (outer * n));
     Kokkos::fence();
   }
@@ -133,8 +168,11 @@ template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int
 void all_gather(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out, int axis,
                 bool tiled = false) {
   auto p = detail::plan_all_gather(mesh, axes, in, out, axis, tiled);
-  check_mpi(MPI_Allgather(p.send.data(), p.count, p.type, p.recvbuf(), p.count, p.type, p.comm),
-            "MPI_Allgather");
+  p.for_each_call([&](const void* send, int count, void* recv, int recv_count,
+                      MPI_Datatype recv_type) {
+    check_mpi(MPI_Allgather(send, count, p.type, recv, recv_count, recv_type, p.comm),
+              "MPI_Allgather");
+  });
   p.finish();
 }
 
@@ -143,8 +181,14 @@ template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int
 void psum_scatter(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
                   int scatter_dimension, bool tiled = false) {
   auto p = detail::plan_psum_scatter(mesh, axes, in, out, scatter_dimension, tiled);
-  check_mpi(MPI_Reduce_scatter_block(p.send.data(), p.recv.data(), p.count, p.type, p.op, p.comm),
-            "MPI_Reduce_scatter_block");
+  p.for_each_call(
+      [&](const void* send, void* recv, int count) {
+        check_mpi(MPI_Reduce_scatter_block(send, recv, count, p.type, p.op, p.comm),
+                  "MPI_Reduce_scatter_block");
+      },
+      [&](const void* send, void* recv, int count, int root) {
+        check_mpi(MPI_Reduce(send, recv, count, p.type, p.op, root, p.comm), "MPI_Reduce");
+      });
   p.finish();
 }
 
@@ -157,24 +201,38 @@ template <class In, class Out>
 Request iall_gather(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
                     int axis, bool tiled = false) {
   auto p = detail::plan_all_gather(mesh, axes, in, out, axis, tiled);
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallgather(p.send.data(), p.count, p.type, p.recvbuf(), p.count, p.type, p.comm,
-                           &request),
-            "MPI_Iallgather");
+  detail::Requests requests;
+  p.for_each_call([&](const void* send, int count, void* recv, int recv_count,
+                      MPI_Datatype recv_type) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallgather(send, count, p.type, recv, recv_count, recv_type, p.comm, &request),
+              "MPI_Iallgather");
+    requests.push(request);
+  });
   const MPI_Comm comm = p.comm;
-  return Request(request, comm, std::move(p));
+  return Request(std::move(requests), comm, std::move(p));
 }
 
 template <class In, class Out>
 Request ipsum_scatter(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
                       int scatter_dimension, bool tiled = false) {
   auto p = detail::plan_psum_scatter(mesh, axes, in, out, scatter_dimension, tiled);
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ireduce_scatter_block(p.send.data(), p.recv.data(), p.count, p.type, p.op,
-                                      p.comm, &request),
-            "MPI_Ireduce_scatter_block");
+  detail::Requests requests;
+  p.for_each_call(
+      [&](const void* send, void* recv, int count) {
+        MPI_Request request = MPI_REQUEST_NULL;
+        check_mpi(MPI_Ireduce_scatter_block(send, recv, count, p.type, p.op, p.comm, &request),
+                  "MPI_Ireduce_scatter_block");
+        requests.push(request);
+      },
+      [&](const void* send, void* recv, int count, int root) {
+        MPI_Request request = MPI_REQUEST_NULL;
+        check_mpi(MPI_Ireduce(send, recv, count, p.type, p.op, root, p.comm, &request),
+                  "MPI_Ireduce");
+        requests.push(request);
+      });
   const MPI_Comm comm = p.comm;
-  return Request(request, comm, std::move(p));
+  return Request(std::move(requests), comm, std::move(p));
 }
 
 template <class V>

@@ -1,5 +1,6 @@
 #include "kpmap/collectives/mpi_types.hpp"
 
+#include <climits>
 #include <cmath>
 #include <type_traits>
 
@@ -17,15 +18,6 @@ std::string to_string(ReduceOp op) {
 }
 
 namespace {
-
-MPI_Op predefined(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return MPI_SUM;
-    case ReduceOp::max: return MPI_MAX;
-    case ReduceOp::min: return MPI_MIN;
-  }
-  return MPI_OP_NULL;
-}
 
 // User ops. MPI calls them with `inout[i] = in[i] op inout[i]`.
 template <class H>
@@ -45,7 +37,7 @@ auto compared(const E& x) {
   }
 }
 
-// max and min for the floating types, as XLA's: NaN wins whichever side it arrives on, and -0
+// max and min for the floating types, kpmap's rule (docs/collectives.md): NaN wins whichever side it arrives on, and -0
 // orders below +0 (IEEE 754-2019 maximum/minimum), so the result does not depend on the
 // reduction tree. The winning element is kept bit for bit.
 template <class E>
@@ -164,42 +156,40 @@ const HalfRegistry& registry(const char* what) {
   return created;
 }
 
-MPI_Op user_op(const Handles& h, ReduceOp op) {
+MPI_Op op_of(const Handles& h, ReduceOp op) {
   const int i = static_cast<int>(op);
   return i >= 0 && i < 3 ? h.ops[i] : MPI_OP_NULL;
 }
 
+const Handles& handles(detail::UserType which, const char* what) {
+  const HalfRegistry& r = registry(what);
+  switch (which) {
+    case detail::UserType::fp64: return r.fp64;
+    case detail::UserType::fp32: return r.fp32;
+    case detail::UserType::bf16: return r.bf16;
+    case detail::UserType::fp16: return r.fp16;
+  }
+  return r.fp64;
+}
+
+std::int64_t chunk_elements = INT_MAX;
 
 }  // namespace
 
-template <> MPI_Datatype mpi_datatype<double>() { return MPI_DOUBLE; }
-template <> MPI_Datatype mpi_datatype<float>() { return MPI_FLOAT; }
-template <> MPI_Datatype mpi_datatype<std::int32_t>() { return MPI_INT32_T; }
-template <> MPI_Datatype mpi_datatype<std::int64_t>() { return MPI_INT64_T; }
+namespace detail {
 
-// MPI_SUM for float and double; max and min are kpmap's, because MPI_MAX/MPI_MIN leave NaN
-// to the implementation.
-template <> MPI_Op mpi_op<double>(ReduceOp op) {
-  return op == ReduceOp::sum ? MPI_SUM : user_op(registry("kpmap::mpi_op<double>").fp64, op);
-}
-template <> MPI_Op mpi_op<float>(ReduceOp op) {
-  return op == ReduceOp::sum ? MPI_SUM : user_op(registry("kpmap::mpi_op<float>").fp32, op);
-}
-template <> MPI_Op mpi_op<std::int32_t>(ReduceOp op) { return predefined(op); }
-template <> MPI_Op mpi_op<std::int64_t>(ReduceOp op) { return predefined(op); }
+MPI_Datatype user_datatype(UserType which, const char* what) { return handles(which, what).type; }
 
-template <> MPI_Datatype mpi_datatype<bf16>() {
-  return registry("kpmap::mpi_datatype<bf16>").bf16.type;
-}
-template <> MPI_Datatype mpi_datatype<fp16>() {
-  return registry("kpmap::mpi_datatype<fp16>").fp16.type;
+MPI_Op user_op(UserType which, ReduceOp op, const char* what) {
+  return op_of(handles(which, what), op);
 }
 
-template <> MPI_Op mpi_op<bf16>(ReduceOp op) {
-  return user_op(registry("kpmap::mpi_op<bf16>").bf16, op);
+std::int64_t chunk_limit() { return chunk_elements; }
+
+void set_chunk_limit(std::int64_t elements) {
+  chunk_elements = elements >= 1 && elements < INT_MAX ? elements : INT_MAX;
 }
-template <> MPI_Op mpi_op<fp16>(ReduceOp op) {
-  return user_op(registry("kpmap::mpi_op<fp16>").fp16, op);
-}
+
+}  // namespace detail
 
 }  // namespace kpmap

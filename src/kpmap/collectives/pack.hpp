@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kpmap/collectives/mpi_types.hpp"
 #include "kpmap/collectives/shape.hpp"
 #include "kpmap/config.hpp"
 #include "kpmap/core/types.hpp"
@@ -28,13 +29,22 @@ inline constexpr int rank_v = static_cast<int>(V::rank);
 template <class V>
 using value_t = std::remove_const_t<typename V::value_type>;
 
-// Memory that MPI may be handed directly.
-template <class MemorySpace>
-inline constexpr bool mpi_accessible_v = host_accessible_v<MemorySpace> || KPMAP_GPU_AWARE_MPI;
+// Whether MPI may be handed a buffer directly: memory the host can read always; device memory
+// only with GPU-aware MPI, and never for a reduction through one of kpmap's user-defined ops
+// (uses_user_op): MPI runs those on the host, on the buffer's address, and most GPU-aware MPI
+// libraries do not stage user ops off the device.
+constexpr bool mpi_may_access(bool host_accessible, bool gpu_aware_mpi, bool user_op) {
+  return host_accessible || (gpu_aware_mpi && !user_op);
+}
 
-template <class MemorySpace>
-using mpi_space_t =
-    std::conditional_t<mpi_accessible_v<MemorySpace>, MemorySpace, Kokkos::HostSpace>;
+// Memory that MPI may be handed directly; HostOnly: for a reduction through a user op.
+template <class MemorySpace, bool HostOnly = false>
+inline constexpr bool mpi_accessible_v =
+    mpi_may_access(host_accessible_v<MemorySpace>, KPMAP_GPU_AWARE_MPI, HostOnly);
+
+template <class MemorySpace, bool HostOnly = false>
+using mpi_space_t = std::conditional_t<mpi_accessible_v<MemorySpace, HostOnly>, MemorySpace,
+                                       Kokkos::HostSpace>;
 
 // The execution space that runs kernels on a buffer in MemorySpace.
 template <class MemorySpace>
@@ -128,6 +138,20 @@ void fill_zero(const F& flat) {
       KOKKOS_LAMBDA(const std::int64_t i) { flat(i) = static_cast<T>(0.0f); });
 }
 
+// pmean of integers: out = sum / n elementwise (any layouts, same shape), computed in double
+// and rounded once to out's type.
+template <class S, class O>
+void divide_into(const S& sum, const O& out, int n) {
+  using R = typename O::non_const_value_type;
+  using exec = typename O::execution_space;
+  const double d = n;
+  Kokkos::parallel_for(
+      "kpmap::divide", Kokkos::RangePolicy<exec, Policy>(0, static_cast<std::int64_t>(out.size())),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        at_flat(out, i) = static_cast<R>(static_cast<double>(at_flat(sum, i)) / d);
+      });
+}
+
 // pmean's division; the quotient is rounded once to T (16-bit types divide in double too).
 template <class F>
 void divide(const F& flat, int n) {
@@ -144,21 +168,22 @@ void divide(const F& flat, int n) {
 enum class Use { read, write, read_write };
 
 // A View's elements as a contiguous row-major buffer MPI can use: the View itself when possible,
-// otherwise a packed copy (and a host mirror of it for device memory without GPU-aware MPI).
+// otherwise a packed copy (and a host mirror of it for device memory without GPU-aware MPI, or
+// always when HostOnly: a reduction through a user-defined MPI op).
 // Reading uses have their contents in place after construction (fenced); finish() moves what
 // MPI wrote back into the View. `copy` forces a separate buffer (an aliased send buffer).
-template <class V>
+template <class V, bool HostOnly = false>
 class Staged {
  public:
   using value_type = value_t<V>;
   using view_space = typename V::memory_space;
-  using memory_space = mpi_space_t<view_space>;
+  using memory_space = mpi_space_t<view_space, HostOnly>;
   using flat_type = Flat<value_type, memory_space>;
 
   Staged(const V& v, Use use, bool copy = false) : v_(v), use_(use) {
     const std::int64_t n = static_cast<std::int64_t>(v.size());
     contiguous_ = row_major_contiguous(v) && !copy;
-    direct_ = contiguous_ && mpi_accessible_v<view_space>;
+    direct_ = contiguous_ && mpi_accessible_v<view_space, HostOnly>;
     const bool read = use != Use::write;
     if (contiguous_) {
       packed_ = Flat<value_type, view_space>(const_cast<value_type*>(v.data()), n);
@@ -166,7 +191,7 @@ class Staged {
       packed_ = allocate<value_type, view_space>("kpmap::packed", n);
       if (read) pack(v, packed_);
     }
-    if constexpr (mpi_accessible_v<view_space>) {
+    if constexpr (mpi_accessible_v<view_space, HostOnly>) {
       flat_ = packed_;
     } else {
       flat_ = allocate<value_type, memory_space>("kpmap::host_staging", n);
@@ -184,7 +209,7 @@ class Staged {
   void finish() {
     if (use_ == Use::read) return;
     if (!direct_) {
-      if constexpr (!mpi_accessible_v<view_space>) Kokkos::deep_copy(packed_, flat_);
+      if constexpr (!mpi_accessible_v<view_space, HostOnly>) Kokkos::deep_copy(packed_, flat_);
       if (!contiguous_) unpack(packed_, v_);
     }
     Kokkos::fence();  // kernels that wrote the buffer (pmean, block swaps) are done
@@ -230,10 +255,13 @@ Out make_view(const char* label, const Shape& s) {
   else return Out(alloc, s[0], s[1], s[2], s[3]);
 }
 
-// Common compile-time rules of every collective taking an input and an output View.
-template <class In, class Out>
+// Common compile-time rules of every collective taking an input and an output View. MinRank 0:
+// the elementwise reductions, which take scalars (rank-0 Views) too.
+template <class In, class Out, int MinRank = 1>
 constexpr void check_pair() {
-  static_assert(rank_v<In> >= 1 && rank_v<In> <= 3, "kpmap collectives take Views of rank 1 to 3");
+  static_assert(element_type_check<value_t<In>>::value);
+  static_assert(rank_v<In> >= MinRank && rank_v<In> <= 3,
+                "kpmap collectives take Views of rank 1 to 3 (psum, pmean, pmax, pmin: 0 to 3)");
   static_assert(std::is_same_v<value_t<In>, typename Out::value_type>,
                 "the output View needs the input's element type, non-const");
   static_assert(std::is_same_v<typename In::memory_space, typename Out::memory_space>,

@@ -1,6 +1,7 @@
 // ppermute, pbroadcast, axis_index and axis_size over a mesh axis (or tuple).
-//   ppermute(x, perm):      perm holds (source, destination) pairs of axis indices, no source
-//                           and no destination twice; a rank that receives nothing gets zeros.
+//   ppermute(x, perm):      perm holds (source, destination) pairs of axis indices in [-n, n)
+//                           (negative ones count from the end, as in JAX), no source and no
+//                           destination twice; a rank that receives nothing gets zeros.
 //   pbroadcast(x, source):  every rank gets the View of axis index `source`.
 #pragma once
 
@@ -9,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kpmap/collectives/chunk.hpp"
 #include "kpmap/collectives/gather.hpp"
 
 namespace kpmap {
@@ -29,24 +31,38 @@ void ppermute(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& 
   int me = 0;
   check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
   int to = -1, from = -1;
-  for (const auto& [src, dst] : perm) {
-    if (src == me) to = dst;
-    if (dst == me) from = src;
+  for (const auto& [src, dst] : perm) {  // negative indices count from the end, as in JAX
+    if (axis_position(src, n) == me) to = axis_position(dst, n);
+    if (axis_position(dst, n) == me) from = axis_position(src, n);
   }
-  const int count = mpi_count("ppermute", static_cast<std::int64_t>(in.size()));
+  const std::int64_t total = static_cast<std::int64_t>(in.size());
   Staged<In> send(in, Use::read, aliased(in, out));
   Staged<Out> recv(out, Use::write);
-  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  const MPI_Datatype type = mpi_datatype<T>();
   constexpr int tag = 0x6b70;  // a private communicator: any fixed tag is unambiguous
-  if (from >= 0) {
-    check_mpi(MPI_Irecv(recv.data(), count, mpi_datatype<T>(), from, tag, comm, &requests[0]),
-              "MPI_Irecv");
+  // One send and one receive per chunk; messages between two ranks with one tag arrive in order.
+  MPI_Request first[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  std::vector<MPI_Request> more;  // further chunks' requests (none unless chunked)
+  for_each_chunk(total, [&](std::int64_t offset, int count) {
+    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    if (from >= 0) {
+      check_mpi(MPI_Irecv(recv.data() + offset, count, type, from, tag, comm, &r[0]), "MPI_Irecv");
+    }
+    if (to >= 0) {
+      check_mpi(MPI_Isend(send.data() + offset, count, type, to, tag, comm, &r[1]), "MPI_Isend");
+    }
+    if (offset == 0) {
+      first[0] = r[0];
+      first[1] = r[1];
+    } else {
+      more.insert(more.end(), r, r + 2);
+    }
+  });
+  check_mpi(MPI_Waitall(2, first, MPI_STATUSES_IGNORE), "MPI_Waitall");
+  if (!more.empty()) {
+    check_mpi(MPI_Waitall(static_cast<int>(more.size()), more.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
   }
-  if (to >= 0) {
-    check_mpi(MPI_Isend(send.data(), count, mpi_datatype<T>(), to, tag, comm, &requests[1]),
-              "MPI_Isend");
-  }
-  check_mpi(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE), "MPI_Waitall");
   if (from < 0) fill_zero(recv.flat());
   recv.finish();
 }
@@ -64,7 +80,6 @@ void pbroadcast(const Mesh& mesh, const AxisNames& axes, const In& in, const Out
   check_output_shape("pbroadcast", axes, n, shape, "", shape_of(out), shape);
   int me = 0;
   check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
-  const int count = mpi_count("pbroadcast", static_cast<std::int64_t>(in.size()));
   const bool in_place = aliased(in, out);
   Staged<Out> buffer(out, me == source && in_place ? Use::read_write : Use::write);
   if (me == source && !in_place) {
@@ -72,7 +87,10 @@ void pbroadcast(const Mesh& mesh, const AxisNames& axes, const In& in, const Out
     Kokkos::deep_copy(buffer.flat(), own.flat());
     Kokkos::fence();
   }
-  check_mpi(MPI_Bcast(buffer.data(), count, mpi_datatype<T>(), source, comm), "MPI_Bcast");
+  for_each_chunk(static_cast<std::int64_t>(in.size()), [&](std::int64_t offset, int count) {
+    check_mpi(MPI_Bcast(buffer.data() + offset, count, mpi_datatype<T>(), source, comm),
+              "MPI_Bcast");
+  });
   buffer.finish();
 }
 

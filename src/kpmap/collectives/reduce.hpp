@@ -11,7 +11,9 @@
 #include <optional>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
+#include "kpmap/collectives/chunk.hpp"
 #include "kpmap/collectives/mpi_types.hpp"
 #include "kpmap/collectives/pack.hpp"
 #include "kpmap/collectives/request.hpp"
@@ -21,110 +23,143 @@
 
 namespace kpmap {
 
-// pmean is defined for floating element types only. JAX promotes integers to float in pmean;
-// kpmap asks the caller to convert first, so that no View silently changes its element type.
-template <class T>
-inline constexpr bool is_floating_element_v =
-    std::is_floating_point_v<T> || std::is_same_v<T, bf16> || std::is_same_v<T, fp16>;
-
 namespace detail {
 
 // A reduction's checked arguments and staged buffers, shared by the blocking and the
-// non-blocking form: every check throws here, before anything is started. The MPI call takes
-// sendbuf() and recvbuf(); finish() moves its result into the output View.
-template <class In, class Out>
+// non-blocking form: every check throws here, before anything is started. MPI reduces
+// sendbuf(offset) into recvbuf(offset), chunk by chunk (chunk.hpp); finish() moves its result
+// into the output View. Reductions through a user-defined MPI op stage device Views through
+// host memory even with GPU-aware MPI (HostOnly; mpi_may_access in pack.hpp).
+template <class In, class Out, bool HostOnly>
 struct ReducePlan {
   MPI_Comm comm;
   int n;  // the group's size
-  int count;
+  std::int64_t count;
   MPI_Datatype type;
   MPI_Op op;
   bool mean;
-  std::optional<Staged<In>> send;  // empty in place
-  Staged<Out> recv;
+  std::optional<Staged<In, HostOnly>> send;  // empty in place
+  Staged<Out, HostOnly> recv;
 
-  const void* sendbuf() const { return send ? send->data() : MPI_IN_PLACE; }
-  void* recvbuf() const { return recv.data(); }
+  const void* sendbuf(std::int64_t offset) const {
+    return send ? static_cast<const void*>(send->data() + offset) : MPI_IN_PLACE;
+  }
+  void* recvbuf(std::int64_t offset) const { return recv.data() + offset; }
   void finish() {
     if (mean) divide(recv.flat(), n);
     recv.finish();
   }
 };
 
-template <class In, class Out>
-ReducePlan<In, Out> plan_reduce(const char* name, ReduceOp op, bool mean, const Mesh& mesh,
-                                const AxisNames& axes, const In& in, const Out& out) {
-  check_pair<In, Out>();
+template <ReduceOp Op, class In, class Out>
+auto plan_reduce(const char* name, bool mean, const Mesh& mesh, const AxisNames& axes,
+                 const In& in, const Out& out) {
+  check_pair<In, Out, 0>();
   static_assert(rank_v<In> == rank_v<Out>, "elementwise collectives keep the rank");
   using T = value_t<In>;
+  constexpr bool host_only = uses_user_op<T>(Op);
   const MPI_Comm comm = mesh.comm(axes);  // an unknown axis throws InputError first
   const Shape shape = shape_of(in);
   int n = 1;
   check_mpi(MPI_Comm_size(comm, &n), "MPI_Comm_size");
   check_output_shape(name, axes, n, shape, "", shape_of(out), shape);
-  const int count = mpi_count(name, static_cast<std::int64_t>(in.size()));
+  const std::int64_t count = static_cast<std::int64_t>(in.size());
   const MPI_Datatype type = mpi_datatype<T>();
-  const MPI_Op mpi_reduce = mpi_op<T>(op);
+  const MPI_Op mpi_reduce = mpi_op<T>(Op);
+  using Plan = ReducePlan<In, Out, host_only>;
   if (aliased(in, out)) {  // MPI_IN_PLACE
-    return {comm, n, count, type, mpi_reduce, mean, std::nullopt,
-            Staged<Out>(out, Use::read_write)};
+    return Plan{comm, n, count, type, mpi_reduce, mean, std::nullopt,
+                Staged<Out, host_only>(out, Use::read_write)};
   }
-  return {comm, n, count, type, mpi_reduce, mean, Staged<In>(in, Use::read),
-          Staged<Out>(out, Use::write)};
+  return Plan{comm, n, count, type, mpi_reduce, mean, Staged<In, host_only>(in, Use::read),
+              Staged<Out, host_only>(out, Use::write)};
 }
 
-template <class In, class Out>
-void reduce(const char* name, ReduceOp op, bool mean, const Mesh& mesh, const AxisNames& axes,
-            const In& in, const Out& out) {
-  auto p = plan_reduce(name, op, mean, mesh, axes, in, out);
-  check_mpi(MPI_Allreduce(p.sendbuf(), p.recvbuf(), p.count, p.type, p.op, p.comm),
-            "MPI_Allreduce");
+template <ReduceOp Op, class In, class Out>
+void reduce(const char* name, bool mean, const Mesh& mesh, const AxisNames& axes, const In& in,
+            const Out& out) {
+  auto p = plan_reduce<Op>(name, mean, mesh, axes, in, out);
+  for_each_chunk(p.count, [&](std::int64_t offset, int count) {
+    check_mpi(MPI_Allreduce(p.sendbuf(offset), p.recvbuf(offset), count, p.type, p.op, p.comm),
+              "MPI_Allreduce");
+  });
   p.finish();
 }
 
-template <class In, class Out>
-Request ireduce(const char* name, ReduceOp op, bool mean, const Mesh& mesh,
-                const AxisNames& axes, const In& in, const Out& out) {
-  auto p = plan_reduce(name, op, mean, mesh, axes, in, out);
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(p.sendbuf(), p.recvbuf(), p.count, p.type, p.op, p.comm, &request),
-            "MPI_Iallreduce");
+template <ReduceOp Op, class In, class Out>
+Request ireduce(const char* name, bool mean, const Mesh& mesh, const AxisNames& axes,
+                const In& in, const Out& out) {
+  auto p = plan_reduce<Op>(name, mean, mesh, axes, in, out);
+  detail::Requests requests;
+  for_each_chunk(p.count, [&](std::int64_t offset, int count) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallreduce(p.sendbuf(offset), p.recvbuf(offset), count, p.type, p.op, p.comm,
+                             &request),
+              "MPI_Iallreduce");
+    requests.push(request);
+  });
   const MPI_Comm comm = p.comm;
-  return Request(request, comm, std::move(p));
+  return Request(std::move(requests), comm, std::move(p));
 }
 
-template <class V>
-result_view_t<V> reduce_new(const char* name, ReduceOp op, bool mean, const Mesh& mesh,
+template <ReduceOp Op, class V>
+result_view_t<V> reduce_new(const char* name, bool mean, const Mesh& mesh,
                             const AxisNames& axes, const V& x) {
   auto out = make_view<result_view_t<V>>(name, shape_of(x));
-  reduce(name, op, mean, mesh, axes, x, out);
+  reduce<Op>(name, mean, mesh, axes, x, out);
   return out;
+}
+
+// pmean of integers, as JAX: the integer psum (exact, wrapping on overflow as JAX's int psum
+// does), then sum / n in double, rounded once to out's floating type (pmean_result_t).
+template <class In, class Out>
+void integer_mean(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
+  using T = value_t<In>;
+  static_assert(std::is_same_v<typename Out::value_type, pmean_result_t<T>>,
+                "pmean of integers writes pmean_result_t<T> (float up to 32 bits, else double)");
+  static_assert(rank_v<In> == rank_v<Out>, "elementwise collectives keep the rank");
+  static_assert(std::is_same_v<typename In::memory_space, typename Out::memory_space>,
+                "input and output Views must live in the same memory space");
+  const MPI_Comm comm = mesh.comm(axes);
+  int n = 1;
+  check_mpi(MPI_Comm_size(comm, &n), "MPI_Comm_size");
+  check_output_shape("pmean", axes, n, shape_of(in), "", shape_of(out), shape_of(in));
+  auto sum = make_view<result_view_t<In>>("kpmap::pmean_sum", shape_of(in));
+  reduce<ReduceOp::sum>("pmean", false, mesh, axes, in, sum);
+  divide_into(sum, out, n);
+  Kokkos::fence();  // the output is ready when pmean returns
 }
 
 }  // namespace detail
 
 // Sum over the axis. 16-bit types add in fp32 inside MPI's reduction (see mpi_types.hpp).
+// Views of rank 0 to 3; over the empty tuple of axes (AxisNames()) the identity, as in JAX.
 template <class In, class Out>
 void psum(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
-  detail::reduce("psum", ReduceOp::sum, false, mesh, axes, in, out);
+  detail::reduce<ReduceOp::sum>("psum", false, mesh, axes, in, out);
 }
 
-// Mean over the axis: psum / axis_size, floating element types only.
+// Mean over the axis: psum / axis_size. Floating types keep their type (out has In's element
+// type); integers write pmean_result_t (float for up to 32 bits, double for 64), as JAX.
 template <class In, class Out>
 void pmean(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
-  static_assert(is_floating_element_v<detail::value_t<In>>,
-                "pmean needs a floating element type: convert integers first (JAX promotes them)");
-  detail::reduce("pmean", ReduceOp::sum, true, mesh, axes, in, out);
+  using T = detail::value_t<In>;
+  static_assert(element_type_check<T>::value);
+  if constexpr (is_floating_element_v<T>) {
+    detail::reduce<ReduceOp::sum>("pmean", true, mesh, axes, in, out);
+  } else {
+    detail::integer_mean(mesh, axes, in, out);
+  }
 }
 
 template <class In, class Out>
 void pmax(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
-  detail::reduce("pmax", ReduceOp::max, false, mesh, axes, in, out);
+  detail::reduce<ReduceOp::max>("pmax", false, mesh, axes, in, out);
 }
 
 template <class In, class Out>
 void pmin(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
-  detail::reduce("pmin", ReduceOp::min, false, mesh, axes, in, out);
+  detail::reduce<ReduceOp::min>("pmin", false, mesh, axes, in, out);
 }
 
 // Non-blocking psum (MPI_Iallreduce): the same checks, errors and result as psum, which are all
@@ -132,29 +167,37 @@ void pmin(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out)
 // (or a test() that returned true). See request.hpp for the lifetime and progress rules.
 template <class In, class Out>
 Request ipsum(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
-  return detail::ireduce("psum", ReduceOp::sum, false, mesh, axes, in, out);
+  return detail::ireduce<ReduceOp::sum>("psum", false, mesh, axes, in, out);
 }
 
 template <class V>
 result_view_t<V> psum(const Mesh& mesh, const AxisNames& axes, const V& x) {
-  return detail::reduce_new("psum", ReduceOp::sum, false, mesh, axes, x);
+  return detail::reduce_new<ReduceOp::sum>("psum", false, mesh, axes, x);
 }
 
+// The View pmean(mesh, axes, x) returns: x's shape, layout and device, element type
+// pmean_result_t (x's own for floating types).
 template <class V>
-result_view_t<V> pmean(const Mesh& mesh, const AxisNames& axes, const V& x) {
-  static_assert(is_floating_element_v<detail::value_t<V>>,
-                "pmean needs a floating element type: convert integers first (JAX promotes them)");
-  return detail::reduce_new("pmean", ReduceOp::sum, true, mesh, axes, x);
+using pmean_view_t =
+    Kokkos::View<typename detail::data_type<pmean_result_t<detail::value_t<V>>,
+                                            detail::rank_v<V>>::type,
+                 detail::result_layout_t<V>, typename V::device_type>;
+
+template <class V>
+pmean_view_t<V> pmean(const Mesh& mesh, const AxisNames& axes, const V& x) {
+  auto out = detail::make_view<pmean_view_t<V>>("pmean", detail::shape_of(x));
+  pmean(mesh, axes, x, out);
+  return out;
 }
 
 template <class V>
 result_view_t<V> pmax(const Mesh& mesh, const AxisNames& axes, const V& x) {
-  return detail::reduce_new("pmax", ReduceOp::max, false, mesh, axes, x);
+  return detail::reduce_new<ReduceOp::max>("pmax", false, mesh, axes, x);
 }
 
 template <class V>
 result_view_t<V> pmin(const Mesh& mesh, const AxisNames& axes, const V& x) {
-  return detail::reduce_new("pmin", ReduceOp::min, false, mesh, axes, x);
+  return detail::reduce_new<ReduceOp::min>("pmin", false, mesh, axes, x);
 }
 
 }  // namespace kpmap

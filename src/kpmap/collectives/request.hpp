@@ -23,6 +23,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <exception>
@@ -57,6 +58,23 @@ class PlanCompletion final : public Completion {
   Plan plan_;
 };
 
+// The MPI requests one collective started: the first inline, those of further chunks
+// (chunk.hpp) in a vector, so that an unchunked collective allocates nothing for them.
+struct Requests {
+  MPI_Request first = MPI_REQUEST_NULL;
+  std::vector<MPI_Request> more;
+  bool started = false;
+
+  void push(MPI_Request request) {
+    if (started) {
+      more.push_back(request);
+    } else {
+      first = request;
+      started = true;
+    }
+  }
+};
+
 }  // namespace detail
 
 // A started non-blocking collective. Move-only. A default-constructed or moved-from Request is
@@ -74,16 +92,29 @@ class Request {
         completion_(std::make_unique<detail::PlanCompletion<std::decay_t<Plan>>>(
             std::forward<Plan>(plan))) {}
 
+  // A collective started as several MPI operations (a message split into chunks, see
+  // chunk.hpp): complete when all of them are.
+  template <class Plan>
+  Request(detail::Requests requests, MPI_Comm comm, Plan&& plan)
+      : Request(requests.first, comm, std::forward<Plan>(plan)) {
+    more_ = std::move(requests.more);
+  }
+
   Request(Request&& other) noexcept
       : request_(std::exchange(other.request_, MPI_REQUEST_NULL)),
+        more_(std::move(other.more_)),
         comm_(other.comm_),
-        completion_(std::move(other.completion_)) {}
+        completion_(std::move(other.completion_)) {
+    other.more_.clear();
+  }
 
   // An active request on the left is completed first (never dropped).
   Request& operator=(Request&& other) {
     if (this != &other) {
       wait();
       request_ = std::exchange(other.request_, MPI_REQUEST_NULL);
+      more_ = std::move(other.more_);
+      other.more_.clear();
       comm_ = other.comm_;
       completion_ = std::move(other.completion_);
     }
@@ -121,6 +152,14 @@ class Request {
       check_mpi(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), "MPI_Test");
       if (!flag) return false;
     }
+    if (!more_.empty()) {
+      int flag = 0;
+      check_mpi(MPI_Testall(static_cast<int>(more_.size()), more_.data(), &flag,
+                            MPI_STATUSES_IGNORE),
+                "MPI_Testall");
+      if (!flag) return false;
+      more_.clear();
+    }
     complete();
     return true;
   }
@@ -131,11 +170,16 @@ class Request {
     if (request_ != MPI_REQUEST_NULL) {
       check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
     }
+    if (!more_.empty()) {
+      check_mpi(MPI_Waitall(static_cast<int>(more_.size()), more_.data(), MPI_STATUSES_IGNORE),
+                "MPI_Waitall");
+      more_.clear();
+    }
     complete();
   }
 
   // True when nothing is pending: empty, or completed and finished.
-  bool done() const { return request_ == MPI_REQUEST_NULL && !completion_; }
+  bool done() const { return request_ == MPI_REQUEST_NULL && more_.empty() && !completion_; }
 
  private:
   friend void wait_all(std::vector<Request>& requests);
@@ -147,6 +191,7 @@ class Request {
   }
 
   MPI_Request request_ = MPI_REQUEST_NULL;
+  std::vector<MPI_Request> more_;  // a chunked collective's other operations; usually empty
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::unique_ptr<detail::Completion> completion_;
 };
@@ -156,11 +201,24 @@ class Request {
 inline void wait_all(std::vector<Request>& requests) {
   std::vector<MPI_Request> handles;
   handles.reserve(requests.size());
-  for (const Request& r : requests) handles.push_back(r.request_);
+  for (const Request& r : requests) {
+    handles.push_back(r.request_);
+    handles.insert(handles.end(), r.more_.begin(), r.more_.end());
+  }
   const int rc =
       MPI_Waitall(static_cast<int>(handles.size()), handles.data(), MPI_STATUSES_IGNORE);
-  for (std::size_t i = 0; i < requests.size(); ++i) requests[i].request_ = handles[i];
+  std::size_t h = 0;
+  for (Request& r : requests) {
+    r.request_ = handles[h++];
+    for (MPI_Request& m : r.more_) m = handles[h++];
+  }
   check_mpi(rc, "MPI_Waitall");
+  for (Request& r : requests) {
+    if (std::all_of(r.more_.begin(), r.more_.end(),
+                    [](MPI_Request m) { return m == MPI_REQUEST_NULL; })) {
+      r.more_.clear();
+    }
+  }
   std::exception_ptr first;
   for (Request& r : requests) {
     try {

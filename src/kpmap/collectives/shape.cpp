@@ -1,7 +1,5 @@
 #include "kpmap/collectives/shape.hpp"
 
-#include <climits>
-
 #include "kpmap/core/error.hpp"
 
 namespace kpmap {
@@ -25,15 +23,6 @@ std::int64_t product(const Shape& shape, int begin, int end) {
   return p;
 }
 
-int mpi_count(const char* collective, std::int64_t count) {
-  if (count > INT_MAX) {
-    throw RuntimeError(std::string(collective) + ": " + std::to_string(count) +
-                       " elements in one message exceed MPI's int count (" +
-                       std::to_string(INT_MAX) + ")");
-  }
-  return static_cast<int>(count);
-}
-
 void check_output_shape(const char* collective, const AxisNames& axes, int n, const Shape& in,
                         const std::string& arguments, const Shape& out, const Shape& expected) {
   if (out == expected) return;
@@ -44,25 +33,32 @@ void check_output_shape(const char* collective, const AxisNames& axes, int n, co
 void check_permutation(const AxisNames& axes, int n, const Shape& in,
                        const std::vector<std::pair<int, int>>& perm) {
   std::vector<bool> is_source(n, false), is_destination(n, false);
+  // "source -1 (axis index 3)" for a negative index, "source 3" otherwise.
+  const auto named = [n](const char* what, int index) {
+    std::string s = std::string(what) + " " + std::to_string(index);
+    if (index < 0) s += " (axis index " + std::to_string(axis_position(index, n)) + ")";
+    return s;
+  };
   for (const auto& [src, dst] : perm) {
     const std::string pair = "perm pair (" + std::to_string(src) + ", " + std::to_string(dst) + ")";
     for (int index : {src, dst}) {
-      if (index < 0 || index >= n) {
+      if (index < -n || index >= n) {
         throw ShapeError(where("ppermute", axes, n, in) + ", " + pair + ": index " +
-                         std::to_string(index) + " is not an axis index (0 <= index < " +
-                         std::to_string(n) + ")");
+                         std::to_string(index) + " is not an axis index (" + std::to_string(-n) +
+                         " <= index < " + std::to_string(n) + ")");
       }
     }
-    if (is_source[src]) {
-      throw ShapeError(where("ppermute", axes, n, in) + ", " + pair + ": source " +
-                       std::to_string(src) + " appears twice (perm must be a partial permutation)");
-    }
-    if (is_destination[dst]) {
-      throw ShapeError(where("ppermute", axes, n, in) + ", " + pair + ": destination " +
-                       std::to_string(dst) +
+    const int s = axis_position(src, n), d = axis_position(dst, n);
+    if (is_source[s]) {
+      throw ShapeError(where("ppermute", axes, n, in) + ", " + pair + ": " + named("source", src) +
                        " appears twice (perm must be a partial permutation)");
     }
-    is_source[src] = is_destination[dst] = true;
+    if (is_destination[d]) {
+      throw ShapeError(where("ppermute", axes, n, in) + ", " + pair + ": " +
+                       named("destination", dst) +
+                       " appears twice (perm must be a partial permutation)");
+    }
+    is_source[s] = is_destination[d] = true;
   }
 }
 

@@ -59,7 +59,8 @@ std::string where(const char* collective, const AxisNames& axes, int n, const Sh
 void check_output_shape(const char* collective, const AxisNames& axes, int n, const Shape& in,
                         const std::string& arguments, const Shape& out, const Shape& expected);
 
-// ppermute's rules: indices in [0, n), no source and no destination twice. Throws ShapeError.
+// ppermute's rules: indices in [-n, n) (a negative index counts from the end, Python-style, as
+// JAX's ppermute), no source and no destination twice once made non-negative. Throws ShapeError.
 void check_permutation(const AxisNames& axes, int n, const Shape& in,
                        const std::vector<std::pair<int, int>>& perm);
 
@@ -72,8 +73,8 @@ void check_source(const AxisNames& axes, int n, const Shape& in, int source);
 // Product of shape[begin, end).
 std::int64_t product(const Shape& shape, int begin, int end);
 
-// MPI counts are int: larger messages are refused with a RuntimeError naming the collective.
-int mpi_count(const char* collective, std::int64_t count);
+// An axis index in [-n, n) made non-negative: index + n when negative.
+inline int axis_position(int index, int n) { return index < 0 ? index + n : index; }
 
 }  // namespace detail
 }  // namespace kpmap

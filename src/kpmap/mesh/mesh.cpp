@@ -93,6 +93,9 @@ Mesh::Mesh(MPI_Comm comm, std::vector<MeshAxis> axes) {
   // ranks that share the coordinates outside the tuple; the key orders them row-major over it.
   const auto me = coords();
   const int n = static_cast<int>(axes_.size());
+  MPI_Comm self = MPI_COMM_NULL;  // the empty tuple of axes: this rank alone
+  check_mpi(MPI_Comm_split(dup, rank_, 0, &self), "MPI_Comm_split");
+  subs_.emplace(std::vector<int>{}, Communicator(self));
   for (int mask = 1; mask < (1 << n); ++mask) {
     std::vector<int> inside, outside;
     for (int p = 0; p < n; ++p) ((mask >> p) & 1 ? inside : outside).push_back(p);
@@ -124,7 +127,6 @@ std::string Mesh::describe() const {
 }
 
 std::vector<int> Mesh::positions(const AxisNames& axes) const {
-  if (axes.names().empty()) throw InputError("axis names: an empty tuple names no axis");
   std::vector<int> pos;
   for (const auto& name : axes.names()) {
     auto it = std::find_if(axes_.begin(), axes_.end(), [&](const MeshAxis& a) { return a.name == name; });

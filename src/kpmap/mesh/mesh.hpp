@@ -11,15 +11,18 @@
 
 namespace kpmap {
 
-// An axis name or an ordered tuple of axis names, as JAX's `axis_name` argument.
+// An axis name or an ordered tuple of axis names, as JAX's `axis_name` argument. The empty
+// tuple, AxisNames() or {} (JAX's `()`), names no axis: a group of one rank, so every
+// collective over it is the identity (psum(x, ()) == x), its axis_index is 0 and its size 1.
 class AxisNames {
  public:
+  AxisNames() = default;
   AxisNames(const char* name) : names_{name} {}                      // NOLINT: implicit on purpose
   AxisNames(std::string name) : names_{std::move(name)} {}           // NOLINT
   AxisNames(std::initializer_list<std::string> names) : names_(names) {}
   explicit AxisNames(std::vector<std::string> names) : names_(std::move(names)) {}
   const std::vector<std::string>& names() const { return names_; }
-  std::string str() const;  // "data" or "(data, model)"
+  std::string str() const;  // "data", "(data, model)" or "()"
 
  private:
   std::vector<std::string> names_;
@@ -67,8 +70,8 @@ class Mesh {
 
   bool has_axis(const std::string& name) const;
 
-  // The communicator over `axes`; its rank order is axis_index(axes). Throws InputError for an
-  // unknown or repeated axis name.
+  // The communicator over `axes`; its rank order is axis_index(axes). The empty tuple gives a
+  // communicator of this rank alone. Throws InputError for an unknown or repeated axis name.
   MPI_Comm comm(const AxisNames& axes) const;
   int axis_index(const AxisNames& axes) const;  // row-major over the tuple, as jax.lax.axis_index
   int axis_size(const AxisNames& axes) const;   // product of the sizes
@@ -80,7 +83,7 @@ class Mesh {
   Communicator world_;
   int rank_ = 0;
   int size_ = 1;
-  std::map<std::vector<int>, Communicator> subs_;  // keyed by ordered axis positions
+  std::map<std::vector<int>, Communicator> subs_;  // keyed by ordered axis positions ({}: self)
 };
 
 }  // namespace kpmap

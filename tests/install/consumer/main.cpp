@@ -6,9 +6,10 @@
 
 #include "kpmap/core/version.hpp"
 #include "kpmap/mesh/mesh.hpp"
+#include "kpmap/mesh/mpi_env.hpp"
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  kpmap::MpiEnvironment mpi(argc, argv);  // MPI_Init_thread(FUNNELED), checked
   int ok = 0;
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
@@ -18,6 +19,5 @@ int main(int argc, char** argv) {
     ok = mesh.axis_size("data") == ranks;
     if (mesh.rank() == 0) std::cout << "consumer: kpmap " << kpmap::version() << ", mesh " << mesh.describe() << '\n';
   }
-  MPI_Finalize();
   return ok ? 0 : 1;
 }
