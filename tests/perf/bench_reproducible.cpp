@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kpmap/collectives/collectives.hpp"
+#include "kpmap/mesh/mpi_env.hpp"
 #include "kpmap/train/trainer.hpp"
 
 namespace {
@@ -138,7 +139,7 @@ void psums(const Options& o, const kpmap::Mesh& mesh, bool print) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  kpmap::MpiEnvironment mpi(argc, argv);  // MPI_Init_thread(FUNNELED), checked
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
     const Options o = parse(argc, argv);
@@ -148,6 +149,5 @@ int main(int argc, char** argv) {
     steps(o, mesh, mesh.rank() == 0);
     psums(o, mesh, mesh.rank() == 0);
   }
-  MPI_Finalize();
   return 0;
 }
