@@ -157,6 +157,22 @@ struct ReproGradientReduce {
 #endif
 };
 
+// acc += the reduction of f over `rows` rows (sums: its workspace, extent f.value_count). A free
+// function: CUDA's extended lambdas may not sit in private member functions.
+template <class Functor>
+void repro_reduce(const execution_space& exec, const Functor& f, std::size_t rows, const View1<double>& sums,
+                  const View1<double>& acc) {
+  Kokkos::parallel_reduce(
+      "kpmap::model::repro_gradient",
+      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(rows)), f,
+      sums);
+  Kokkos::parallel_for(
+      "kpmap::model::repro_accumulate",
+      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(f.value_count)),
+      KOKKOS_LAMBDA(long long k) { acc(k) += sums(k); });
+  exec.fence();
+}
+
 }  // namespace model_detail
 
 template <class T>
@@ -231,16 +247,8 @@ class ReproducibleModel {
     if (sums_.extent(0) < f.value_count) {
       sums_ = View1<double>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::repro_sums"), f.value_count);
     }
-    const auto sums = Kokkos::subview(sums_, Kokkos::make_pair(std::size_t(0), f.value_count));
-    Kokkos::parallel_reduce("kpmap::model::repro_gradient",
-                            Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(
-                                exec, 0, static_cast<long long>(rows)),
-                            f, sums);
-    Kokkos::parallel_for(
-        "kpmap::model::repro_accumulate",
-        Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(f.value_count)),
-        KOKKOS_LAMBDA(long long k) { acc(k) += sums(k); });
-    exec.fence();
+    model_detail::repro_reduce(exec, f, rows, Kokkos::subview(sums_, Kokkos::make_pair(std::size_t(0), f.value_count)),
+                               acc);
   }
 
   View1<double> sums_;
