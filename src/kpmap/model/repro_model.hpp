@@ -107,25 +107,41 @@ struct ReproGradientReduce {
   ZView z;  // ReproFromZ only
   ReproGrids g;
 
-  KOKKOS_INLINE_FUNCTION void operator()(long long i, value_type acc) const {
+  // Host backends with contiguous rows hand blocks of `block` rows to the row loops of
+  // model/repro_rows.cpp; anything else (device backends, other layouts) takes one row per item.
+  static constexpr bool host_rows =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename execution_space::memory_space>::accessible &&
+      std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight> &&
+      !std::is_same_v<typename YView::array_layout, Kokkos::LayoutStride> &&
+      !std::is_same_v<typename ZView::array_layout, Kokkos::LayoutStride>;
+  static constexpr long long block = host_rows ? 16 : 1;
+  long long items() const { return (static_cast<long long>(X.extent(0)) + block - 1) / block; }
+
+  KOKKOS_INLINE_FUNCTION void operator()(long long item, value_type acc) const {
     const long long F = static_cast<long long>(X.extent(1));
     const size_type S = static_cast<size_type>(F + 2);
     double* a1 = acc;
     double* a2 = acc + S;
     double* a3 = acc + 2 * S;
     const double bias = b.extent(0) > 0 ? static_cast<double>(b(0)) : 0.0;
+    if constexpr (host_rows) {
+      const long long i0 = item * block, n = static_cast<long long>(X.extent(0));
+      const long long rows = n - i0 < block ? n - i0 : block;
 #if KPMAP_REPRO_HOST_ROWS
-    if constexpr (std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>) {
-      const auto* x = X.data() + i * static_cast<long long>(X.stride(0));
-      if constexpr (std::is_same_v<Tag, ReproFused>) {
-        repro_row(g, x, w.data(), F, 0.0, bias, static_cast<double>(y(i)), a1, a2, a3);
-      } else {
-        repro_row(g, x, static_cast<decltype(x)>(nullptr), F, static_cast<double>(z(i)), bias,
-                  static_cast<double>(y(i)), a1, a2, a3);
-      }
-      return;
-    }
+      const auto* x = X.data() + i0 * static_cast<long long>(X.stride(0));
+      const double* zp = nullptr;
+      if constexpr (!std::is_same_v<Tag, ReproFused>) zp = z.data() + i0;
+      repro_rows(g, x, static_cast<long long>(X.stride(0)), rows,
+                 std::is_same_v<Tag, ReproFused> ? w.data() : nullptr, zp, bias, y.data() + i0, F, a1, a2, a3);
+#else
+      for (long long i = i0; i < i0 + rows; ++i) one_row(i, F, bias, a1, a2, a3);
 #endif
+    } else {
+      one_row(item, F, bias, a1, a2, a3);
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void one_row(long long i, long long F, double bias, double* a1, double* a2, double* a3) const {
     double zi;
     if constexpr (std::is_same_v<Tag, ReproFused>) {
       double s1, s2, s3;
@@ -157,15 +173,14 @@ struct ReproGradientReduce {
 #endif
 };
 
-// acc += the reduction of f over `rows` rows (sums: its workspace, extent f.value_count). A free
-// function: CUDA's extended lambdas may not sit in private member functions.
+// acc += the reduction of f over its `items` work items (sums: its workspace, extent
+// f.value_count). A free function: CUDA's extended lambdas may not sit in private member
+// functions.
 template <class Functor>
-void repro_reduce(const execution_space& exec, const Functor& f, std::size_t rows, const View1<double>& sums,
+void repro_reduce(const execution_space& exec, const Functor& f, long long items, const View1<double>& sums,
                   const View1<double>& acc) {
-  Kokkos::parallel_reduce(
-      "kpmap::model::repro_gradient",
-      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(rows)), f,
-      sums);
+  Kokkos::parallel_reduce("kpmap::model::repro_gradient",
+                          Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, items), f, sums);
   Kokkos::parallel_for(
       "kpmap::model::repro_accumulate",
       Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(f.value_count)),
@@ -187,7 +202,8 @@ class ReproducibleModel {
              const ReproGrids& grids, const View1<double>& acc) {
     check(X, y.extent(0) == X.extent(0) && w.extent(0) == X.extent(1), acc);
     using F = model_detail::ReproGradientReduce<model_detail::ReproFused, XView, YView, WView, BView, YView>;
-    reduce(exec, F{value_count(X), X, y, w, b, y, grids}, X.extent(0), acc);
+    const F f{value_count(X), X, y, w, b, y, grids};
+    reduce(exec, f, f.items(), acc);
   }
 
   // Model-parallel, step 1: zacc (extent 3 rows, level-major) <- each row's forward
@@ -222,7 +238,8 @@ class ReproducibleModel {
                 const ReproGrids& grids, const View1<double>& acc) {
     check(X, y.extent(0) == X.extent(0) && z.extent(0) == X.extent(0), acc);
     using F = model_detail::ReproGradientReduce<model_detail::ReproFromZ, XView, YView, YView, BView, ZView>;
-    reduce(exec, F{value_count(X), X, y, y, b, z, grids}, X.extent(0), acc);
+    const F f{value_count(X), X, y, y, b, z, grids};
+    reduce(exec, f, f.items(), acc);
   }
 
   std::size_t workspace_bytes() const { return sums_.span() * sizeof(double); }
@@ -243,11 +260,11 @@ class ReproducibleModel {
   }
 
   template <class Functor>
-  void reduce(const execution_space& exec, const Functor& f, std::size_t rows, const View1<double>& acc) {
+  void reduce(const execution_space& exec, const Functor& f, long long items, const View1<double>& acc) {
     if (sums_.extent(0) < f.value_count) {
       sums_ = View1<double>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::repro_sums"), f.value_count);
     }
-    model_detail::repro_reduce(exec, f, rows, Kokkos::subview(sums_, Kokkos::make_pair(std::size_t(0), f.value_count)),
+    model_detail::repro_reduce(exec, f, items, Kokkos::subview(sums_, Kokkos::make_pair(std::size_t(0), f.value_count)),
                                acc);
   }
 

@@ -76,18 +76,53 @@ inline void row_dot(const ReproGrid& g, const T* __restrict x, const T* __restri
 }
 #endif
 
-template <class T>
-inline void row(const ReproGrids& g, const T* __restrict x, const T* __restrict w, long long n, double z, double b,
-                double y, double* __restrict a1, double* __restrict a2, double* __restrict a3) {
-  if (w != nullptr) {
-    double s[2];
-    row_dot(g.forward, x, w, n, s);
-    z = repro_value(s[0], s[1], 0.0);
+// The bias and loss sums of up to four rows' residuals (unused lanes hold 0, which adds 0).
+struct Tail {
+  double r[4] = {0, 0, 0, 0};
+  double s[6] = {0, 0, 0, 0, 0, 0};  // bias levels 1-3, loss levels 1-3
+
+  void fold(const ReproGrids& g) {
+    double b1[4] = {}, b2[4] = {}, b3[4] = {}, l1[4] = {}, l2[4] = {}, l3[4] = {};
+    for (int k = 0; k < 4; ++k) {
+      repro_add(g.residual, r[k], b1[k], b2[k], b3[k]);
+      repro_add_product(g.loss, r[k], r[k], l1[k], l2[k], l3[k]);
+      r[k] = 0;
+    }
+    s[0] += (b1[0] + b1[1]) + (b1[2] + b1[3]);
+    s[1] += (b2[0] + b2[1]) + (b2[2] + b2[3]);
+    s[2] += (b3[0] + b3[1]) + (b3[2] + b3[3]);
+    s[3] += (l1[0] + l1[1]) + (l1[2] + l1[3]);
+    s[4] += (l2[0] + l2[1]) + (l2[2] + l2[3]);
+    s[5] += (l3[0] + l3[1]) + (l3[2] + l3[3]);
   }
-  const double r = (z + b) - y;
-  for (long long j = 0; j < n; ++j) repro_add_product(g.gradient, r, static_cast<double>(x[j]), a1[j], a2[j], a3[j]);
-  repro_add(g.residual, r, a1[n], a2[n], a3[n]);
-  repro_add_product(g.loss, r, r, a1[n + 1], a2[n + 1], a3[n + 1]);
+};
+
+template <class T>
+inline void rows(const ReproGrids& g, const T* __restrict x, long long stride, long long nrows, const T* __restrict w,
+                 const double* __restrict z, double b, const T* __restrict y, long long n, double* __restrict a1,
+                 double* __restrict a2, double* __restrict a3) {
+  Tail tail;
+  for (long long q = 0; q < nrows; ++q) {
+    const T* __restrict row = x + q * stride;
+    double zq;
+    if (w != nullptr) {
+      double s[2];
+      row_dot(g.forward, row, w, n, s);
+      zq = repro_value(s[0], s[1], 0.0);
+    } else {
+      zq = z[q];
+    }
+    const double r = (zq + b) - static_cast<double>(y[q]);
+    for (long long j = 0; j < n; ++j) repro_add_product(g.gradient, r, static_cast<double>(row[j]), a1[j], a2[j], a3[j]);
+    tail.r[q % 4] = r;
+    if (q % 4 == 3 || q + 1 == nrows) tail.fold(g);
+  }
+  a1[n] += tail.s[0];
+  a2[n] += tail.s[1];
+  a3[n] += tail.s[2];
+  a1[n + 1] += tail.s[3];
+  a2[n + 1] += tail.s[4];
+  a3[n + 1] += tail.s[5];
 }
 
 }  // namespace
@@ -98,13 +133,15 @@ KPMAP_REPRO_CLONES void repro_row_dot(const ReproGrid& g, const double* x, const
 KPMAP_REPRO_CLONES void repro_row_dot(const ReproGrid& g, const float* x, const float* w, long long n, double* s) {
   row_dot(g, x, w, n, s);
 }
-KPMAP_REPRO_CLONES void repro_row(const ReproGrids& g, const double* x, const double* w, long long n, double z,
-                                  double b, double y, double* a1, double* a2, double* a3) {
-  row(g, x, w, n, z, b, y, a1, a2, a3);
+KPMAP_REPRO_CLONES void repro_rows(const ReproGrids& g, const double* x, long long stride, long long nrows,
+                                   const double* w, const double* z, double b, const double* y, long long n, double* a1,
+                                   double* a2, double* a3) {
+  rows(g, x, stride, nrows, w, z, b, y, n, a1, a2, a3);
 }
-KPMAP_REPRO_CLONES void repro_row(const ReproGrids& g, const float* x, const float* w, long long n, double z, double b,
-                                  double y, double* a1, double* a2, double* a3) {
-  row(g, x, w, n, z, b, y, a1, a2, a3);
+KPMAP_REPRO_CLONES void repro_rows(const ReproGrids& g, const float* x, long long stride, long long nrows,
+                                   const float* w, const double* z, double b, const float* y, long long n, double* a1,
+                                   double* a2, double* a3) {
+  rows(g, x, stride, nrows, w, z, b, y, n, a1, a2, a3);
 }
 
 const char* repro_rows_isa() {

@@ -24,14 +24,15 @@ namespace kpmap::model_detail {
 void repro_row_dot(const ReproGrid& g, const double* x, const double* w, long long n, double* s);
 void repro_row_dot(const ReproGrid& g, const float* x, const float* w, long long n, double* s);
 
-// One row of the gradient reduction, the arithmetic of ReproGradientReduce::operator(): z is the
-// value of the row's forward accumulator over x . w (w given) or z itself (w null); then
-// r = (z + b) - y; the slots a_k[j] (j < n) get the levels of r x[j], a_k[n] those of r and
-// a_k[n + 1] those of r^2.
-void repro_row(const ReproGrids& g, const double* x, const double* w, long long n, double z, double b, double y,
-               double* a1, double* a2, double* a3);
-void repro_row(const ReproGrids& g, const float* x, const float* w, long long n, double z, double b, double y,
-               double* a1, double* a2, double* a3);
+// Rows [0, rows) of the gradient reduction, the arithmetic of ReproGradientReduce's rows: row q
+// is x + q * stride (n elements); its z is the value of its forward accumulator over x . w (w
+// given) or z[q] (w null); r = (z + b) - y[q]; the slots a_k[j] (j < n) get the levels of
+// r x[j], a_k[n] those of r and a_k[n + 1] those of r^2 (the sums of a few rows in the lanes of
+// a vector first: exact, so the same).
+void repro_rows(const ReproGrids& g, const double* x, long long stride, long long rows, const double* w,
+                const double* z, double b, const double* y, long long n, double* a1, double* a2, double* a3);
+void repro_rows(const ReproGrids& g, const float* x, long long stride, long long rows, const float* w,
+                const double* z, double b, const float* y, long long n, double* a1, double* a2, double* a3);
 
 // Which version the loader picked: "avx2" or "baseline" (for benchmark output).
 const char* repro_rows_isa();
