@@ -23,21 +23,24 @@
 // Either gradient kernel setting runs these kernels (Kokkos Kernels' gemv sums in its own
 // order); rows of LayoutRight Views are read through pointers (on host backends by the loops of
 // model/repro_rows.cpp, built for SSE2 and AVX2), other layouts through the View.
-#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
-#define KPMAP_REPRO_HOST_ROWS 1
-#else
-#define KPMAP_REPRO_HOST_ROWS 0
-#endif
 #pragma once
 
 #include <Kokkos_Core.hpp>
 
+#include <string>
 #include <type_traits>
 
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/repro_sum.hpp"
 #include "kpmap/core/types.hpp"
 #include "kpmap/model/repro_rows.hpp"
+
+// Whether this compilation pass may call the host row loops (not in a device pass).
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+#define KPMAP_REPRO_HOST_ROWS 1
+#else
+#define KPMAP_REPRO_HOST_ROWS 0
+#endif
 
 namespace kpmap {
 
