@@ -2,6 +2,7 @@
 // negative axis indices Python-style; and how kpmap meets MPI: the thread level it initialises
 // MPI with, and the rule that keeps user-defined MPI ops off device memory.
 #include <type_traits>
+#include <utility>
 
 #include "kpmap/mesh/mpi_env.hpp"
 #include "test_collectives_common.hpp"
@@ -96,9 +97,11 @@ TEST(GpuAwareMpi, UserOpsNeverSeeDeviceMemory) {
   // The plans choose host-only staging exactly for the user ops.
   using V = RView<float, 1>;
   using H = RView<kpmap::bf16, 1>;
-  const kpmap::Mesh* mesh = nullptr;
-  using MaxPlan = decltype(kpmap::detail::plan_reduce<ReduceOp::max>("", false, *mesh, "i", V(), V()));
-  using SumPlan = decltype(kpmap::detail::plan_reduce<ReduceOp::sum>("", false, *mesh, "i", V(), V()));
+  using kpmap::Mesh;
+  using MaxPlan =
+      decltype(kpmap::detail::plan_reduce<ReduceOp::max>("", false, std::declval<const Mesh&>(), "i", V(), V()));
+  using SumPlan =
+      decltype(kpmap::detail::plan_reduce<ReduceOp::sum>("", false, std::declval<const Mesh&>(), "i", V(), V()));
   static_assert(std::is_same_v<MaxPlan, kpmap::detail::ReducePlan<V, V, true>>);
   static_assert(std::is_same_v<SumPlan, kpmap::detail::ReducePlan<V, V, false>>);
   static_assert(kpmap::detail::ScatterPlan<H, H>::host_only && !kpmap::detail::ScatterPlan<V, V>::host_only);
