@@ -57,11 +57,12 @@ std::vector<double> bytes_of(const TrainResult& r) {
   return v;
 }
 
-void expect_identical(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+void expect_identical(const std::vector<double>& got, const std::vector<double>& want,
+                      const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::size_t k = 0; k < got.size(); ++k) {
-    EXPECT_EQ(std::memcmp(&got[k], &want[k], sizeof(double)), 0) << what << ", value " << k << ": " << got[k]
-                                                                 << " vs " << want[k];
+    EXPECT_EQ(std::memcmp(&got[k], &want[k], sizeof(double)), 0)
+        << what << ", value " << k << ": " << got[k] << " vs " << want[k];
   }
 }
 
@@ -148,13 +149,15 @@ TEST(ReproducibleTrain, ThreadCountsGiveTheSameBytes) {
     std::ifstream in(file, std::ios::binary);
     ASSERT_TRUE(in) << "no bytes from the 1-thread run in " << file;
     std::vector<double> saved(mine.size());
-    in.read(reinterpret_cast<char*>(saved.data()), static_cast<std::streamsize>(saved.size() * sizeof(double)));
+    in.read(reinterpret_cast<char*>(saved.data()),
+            static_cast<std::streamsize>(saved.size() * sizeof(double)));
     ASSERT_EQ(in.gcount(), static_cast<std::streamsize>(saved.size() * sizeof(double)));
     expect_identical(mine, saved, std::string("threads ") + expect + " against 1");
   } else if (world_rank() == 0) {
     ASSERT_EQ(kpmap::execution_space().concurrency(), 1);
     std::ofstream out(file, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(mine.data()), static_cast<std::streamsize>(mine.size() * sizeof(double)));
+    out.write(reinterpret_cast<const char*>(mine.data()),
+              static_cast<std::streamsize>(mine.size() * sizeof(double)));
     ASSERT_TRUE(out.good());
   }
 }
@@ -183,7 +186,8 @@ TEST(ReproduciblePsum, NoMatterWhichRankHoldsWhichTerm) {
   // Element e's terms t(e, k), k < n, spread over the ranks in every rotation.
   const long long elements = 64;
   const auto term = [](long long e, int k) {
-    return std::ldexp(1.0 + 0.1234567 * static_cast<double>((e * 7 + k * 13) % 17), static_cast<int>((e + 5 * k) % 40) - 20) *
+    return std::ldexp(1.0 + 0.1234567 * static_cast<double>((e * 7 + k * 13) % 17),
+                      static_cast<int>((e + 5 * k) % 40) - 20) *
            ((e + k) % 3 == 0 ? -1 : 1);
   };
   std::vector<double> first;

@@ -21,6 +21,7 @@
 
 #include "kpmap/collectives/collectives.hpp"
 #include "kpmap/mesh/mpi_env.hpp"
+#include "kpmap/model/repro_rows.hpp"
 #include "kpmap/train/trainer.hpp"
 
 namespace {
@@ -48,11 +49,16 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto value = [&](const char* key) { return a.substr(std::strlen(key)); };
-    if (a.rfind("--x_mib=", 0) == 0) o.x_mib = std::atoll(value("--x_mib=").c_str());
-    else if (a.rfind("--steps=", 0) == 0) o.steps = std::atoll(value("--steps=").c_str());
-    else if (a.rfind("--repetitions=", 0) == 0) o.repetitions = std::atoi(value("--repetitions=").c_str());
-    else if (a.rfind("--calls=", 0) == 0) o.calls = std::atoi(value("--calls=").c_str());
-    else if (a.rfind("--features=", 0) == 0) o.features = parse_list(value("--features="));
+    if (a.rfind("--x_mib=", 0) == 0)
+      o.x_mib = std::atoll(value("--x_mib=").c_str());
+    else if (a.rfind("--steps=", 0) == 0)
+      o.steps = std::atoll(value("--steps=").c_str());
+    else if (a.rfind("--repetitions=", 0) == 0)
+      o.repetitions = std::atoi(value("--repetitions=").c_str());
+    else if (a.rfind("--calls=", 0) == 0)
+      o.calls = std::atoi(value("--calls=").c_str());
+    else if (a.rfind("--features=", 0) == 0)
+      o.features = parse_list(value("--features="));
     else {
       std::fprintf(stderr, "bench_reproducible: unknown argument '%s'\n", a.c_str());
       std::exit(2);
@@ -80,13 +86,18 @@ double step_seconds(const kpmap::TrainSpec& spec, const kpmap::Mesh& mesh) {
 
 void steps(const Options& o, const kpmap::Mesh& mesh, bool print) {
   if (print) {
-    std::printf("training step, data axis of %d ranks, %lld MiB of X per rank, fused kernel\n", mesh.size(), o.x_mib);
-    std::printf("%6s %9s %10s %12s %12s %10s\n", "type", "features", "rows", "ordinary ms", "reprod. ms", "ratio");
+    std::printf(
+        "training step, data axis of %d ranks, %lld MiB of X per rank, fused kernel, reproducible row loops: "
+        "%s\n",
+        mesh.size(), o.x_mib, kpmap::model_detail::repro_rows_isa());
+    std::printf("%6s %9s %10s %12s %12s %10s\n", "type", "features", "rows", "ordinary ms", "reprod. ms",
+                "ratio");
   }
   for (const kpmap::Dtype type : {kpmap::Dtype::fp64, kpmap::Dtype::fp32}) {
     for (long long F : o.features) {
       kpmap::TrainSpec spec;
-      const long long rows = o.x_mib * 1024 * 1024 / (static_cast<long long>(kpmap::size_of(type)) * F) * mesh.size();
+      const long long rows =
+          o.x_mib * 1024 * 1024 / (static_cast<long long>(kpmap::size_of(type)) * F) * mesh.size();
       spec.problem = {rows, F, /*bias*/ true, /*noise*/ 0.1, /*seed*/ 11};
       spec.batch = rows;  // full batch: every step reads all of X
       spec.steps = o.steps;
@@ -101,8 +112,8 @@ void steps(const Options& o, const kpmap::Mesh& mesh, bool print) {
       }
       const double plain = median(seconds[0]), repro = median(seconds[1]);
       if (print) {
-        std::printf("%6s %9lld %10lld %12.3f %12.3f %10.3f\n", kpmap::to_string(type).c_str(), F, rows, 1e3 * plain,
-                    1e3 * repro, repro / plain);
+        std::printf("%6s %9lld %10lld %12.3f %12.3f %10.3f\n", kpmap::to_string(type).c_str(), F, rows,
+                    1e3 * plain, 1e3 * repro, repro / plain);
       }
     }
   }

@@ -58,7 +58,9 @@ struct Problem {
     Kokkos::deep_copy(v, h);
     return v;
   }
-  View1<T> bias_view() const { return device_vector<T>(b != 0 ? std::vector<double>{b} : std::vector<double>{}); }
+  View1<T> bias_view() const {
+    return device_vector<T>(b != 0 ? std::vector<double>{b} : std::vector<double>{});
+  }
   std::size_t slots() const { return 3 * static_cast<std::size_t>(F + 2); }
 
   // The serial fold: rows in order, columns in order.
@@ -67,7 +69,8 @@ struct Problem {
     const std::size_t S = static_cast<std::size_t>(F + 2);
     for (long long i = 0; i < n; ++i) {
       double s1 = 0, s2 = 0, s3 = 0;
-      for (long long j = 0; j < F; ++j) kpmap::repro_add_product<2>(grids.forward, x[i * F + j], w[j], s1, s2, s3);
+      for (long long j = 0; j < F; ++j)
+        kpmap::repro_add_product<2>(grids.forward, x[i * F + j], w[j], s1, s2, s3);
       const double r = (kpmap::repro_value(s1, s2, s3) + b) - y[i];
       for (long long j = 0; j < F; ++j) {
         kpmap::repro_add_product(grids.gradient, r, x[i * F + j], acc[j], acc[S + j], acc[2 * S + j]);
@@ -87,8 +90,8 @@ std::vector<double> host(const View1<double>& v) {
 void expect_bits(const std::vector<double>& got, const std::vector<double>& want, const char* what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::size_t k = 0; k < got.size(); ++k) {
-    EXPECT_EQ(std::memcmp(&got[k], &want[k], sizeof(double)), 0) << what << ", slot " << k << ": " << got[k] << " vs "
-                                                                 << want[k];
+    EXPECT_EQ(std::memcmp(&got[k], &want[k], sizeof(double)), 0)
+        << what << ", slot " << k << ": " << got[k] << " vs " << want[k];
   }
 }
 
@@ -100,7 +103,8 @@ TYPED_TEST_SUITE(ReproModel, Types);
 TYPED_TEST(ReproModel, ThreadedKernelEqualsTheSerialFold) {
   using T = TypeParam;
   if (const char* expect = std::getenv("KPMAP_TEST_EXPECT_THREADS")) {
-    ASSERT_EQ(kpmap::execution_space().concurrency(), std::atoi(expect)) << "the threads2 run needs two threads";
+    ASSERT_EQ(kpmap::execution_space().concurrency(), std::atoi(expect))
+        << "the threads2 run needs two threads";
   }
   const kpmap::execution_space exec;
   for (const bool bias : {true, false}) {
@@ -130,7 +134,8 @@ TYPED_TEST(ReproModel, MicroBatchesColumnWindowsAndLayoutsGiveTheSameBits) {
 
   // Micro-batches of 50, 1, 100 and 52 rows into one accumulator.
   View1<double> parts("parts", p.slots());
-  for (const auto& [r0, r1] : std::vector<std::pair<long long, long long>>{{0, 50}, {50, 51}, {51, 151}, {151, 203}}) {
+  for (const auto& [r0, r1] :
+       std::vector<std::pair<long long, long long>>{{0, 50}, {50, 51}, {51, 151}, {151, 203}}) {
     const auto rows = Kokkos::make_pair(r0, r1);
     model.fused(exec, Kokkos::subview(X, rows, Kokkos::ALL), Kokkos::subview(y, rows), w, b, p.grids, parts);
   }
@@ -149,7 +154,8 @@ TYPED_TEST(ReproModel, MicroBatchesColumnWindowsAndLayoutsGiveTheSameBits) {
   for (const auto& [c0, c1] : windows) {
     View1<double> zacc("zacc", 3 * n);
     const auto cols = Kokkos::make_pair(c0, c1);
-    model.forward_partial(exec, Kokkos::subview(X, Kokkos::ALL, cols), Kokkos::subview(w, cols), p.grids.forward, zacc);
+    model.forward_partial(exec, Kokkos::subview(X, Kokkos::ALL, cols), Kokkos::subview(w, cols),
+                          p.grids.forward, zacc);
     const std::vector<double> part = host(zacc);
     for (long long k = 0; k < 3 * n; ++k) zsum[k] += part[k];
   }
@@ -197,9 +203,12 @@ TYPED_TEST(ReproModel, SumsMatchALongDoubleReference) {
     rabs += std::fabs(r);
     loss += r * r;
   }
-  const auto value = [&](std::size_t slot) { return kpmap::repro_value(got[slot], got[S + slot], got[2 * S + slot]); };
+  const auto value = [&](std::size_t slot) {
+    return kpmap::repro_value(got[slot], got[S + slot], got[2 * S + slot]);
+  };
   for (long long j = 0; j < p.F; ++j) {
-    EXPECT_NEAR(value(j), static_cast<double>(grad[j]), 1e-13 * static_cast<double>(scale[j])) << "column " << j;
+    EXPECT_NEAR(value(j), static_cast<double>(grad[j]), 1e-13 * static_cast<double>(scale[j]))
+        << "column " << j;
   }
   EXPECT_NEAR(value(p.F), static_cast<double>(rsum), 1e-13 * static_cast<double>(rabs));
   EXPECT_NEAR(value(p.F + 1), static_cast<double>(loss), 1e-13 * static_cast<double>(loss));
@@ -211,10 +220,12 @@ TEST(ReproModelShapes, MismatchedViewsThrow) {
   const auto X = p.X<Kokkos::LayoutRight>();
   ReproducibleModel<double> model;
   View1<double> wrong("acc", 3);
-  EXPECT_THROW(model.fused(exec, X, device_vector<double>(p.y), device_vector<double>(p.w), p.bias_view(), p.grids, wrong),
+  EXPECT_THROW(model.fused(exec, X, device_vector<double>(p.y), device_vector<double>(p.w), p.bias_view(),
+                           p.grids, wrong),
                kpmap::ShapeError);
   View1<double> zacc("zacc", 10);  // 3 per row needed
-  EXPECT_THROW(model.forward_partial(exec, X, device_vector<double>(p.w), p.grids.forward, zacc), kpmap::ShapeError);
+  EXPECT_THROW(model.forward_partial(exec, X, device_vector<double>(p.w), p.grids.forward, zacc),
+               kpmap::ShapeError);
 }
 
 }  // namespace

@@ -86,7 +86,8 @@ TEST(ReproSum, AnyOrderAndGroupingGivesTheSameBits) {
     std::shuffle(parts.begin(), parts.end(), rng);
     Acc total;
     for (const Acc& p : parts) total.add(p);
-    ASSERT_TRUE(same_bits(total.s1, forward.s1) && same_bits(total.s2, forward.s2) && same_bits(total.s3, forward.s3))
+    ASSERT_TRUE(same_bits(total.s1, forward.s1) && same_bits(total.s2, forward.s2) &&
+                same_bits(total.s3, forward.s3))
         << "trial " << trial;
     ASSERT_TRUE(same_bits(total.value(), forward.value())) << "trial " << trial;
   }
@@ -161,8 +162,8 @@ TEST(ReproSum, NoGridOutsideTheRange) {
   ReproGrid g;
   EXPECT_FALSE(ReproGrid::make(10, std::numeric_limits<double>::infinity(), g));
   EXPECT_FALSE(ReproGrid::make(10, std::numeric_limits<double>::quiet_NaN(), g));
-  EXPECT_FALSE(ReproGrid::make(10, 1e305, g));   // 2 x 10 x 1e305 > 2^1020
-  EXPECT_FALSE(ReproGrid::make(0, 1.0, g));      // no terms
+  EXPECT_FALSE(ReproGrid::make(10, 1e305, g));    // 2 x 10 x 1e305 > 2^1020
+  EXPECT_FALSE(ReproGrid::make(0, 1.0, g));       // no terms
   EXPECT_FALSE(ReproGrid::make(0x1p41, 1.0, g));  // more than 2^40 terms
   EXPECT_FALSE(ReproGrid::make(10, -1.0, g));
   EXPECT_TRUE(ReproGrid::make(10, 1e300, g));

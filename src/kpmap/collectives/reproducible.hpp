@@ -17,7 +17,6 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
-
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -67,15 +66,18 @@ void reproducible_reduce(const char* name, bool mean, const Mesh& mesh, const Ax
   ReproGrid grid;
   if (!ReproGrid::make(static_cast<double>(n), bound(0), grid)) {
     std::ostringstream msg;
-    msg << "kpmap::" << name << " (reproducible) over " << axes.str() << ": the largest |element| is " << bound(0)
-        << ", outside the exact accumulator's range (finite, and 2 x " << n << " ranks x it at most 2^1020)";
+    msg << "kpmap::" << name << " (reproducible) over " << axes.str() << ": the largest |element| is "
+        << bound(0) << ", outside the exact accumulator's range (finite, and 2 x " << n
+        << " ranks x it at most 2^1020)";
     throw RuntimeError(msg.str());
   }
 
   // Two levels per element, level-major, summed as doubles over the axis.
-  const Flat<double, memory_space> acc = allocate<double, memory_space>("kpmap::reproducible::acc", 2 * count);
+  const Flat<double, memory_space> acc =
+      allocate<double, memory_space>("kpmap::reproducible::acc", 2 * count);
   Kokkos::parallel_for(
-      "kpmap::reproducible::split", Kokkos::RangePolicy<exec, Policy>(0, count), KOKKOS_LAMBDA(std::int64_t i) {
+      "kpmap::reproducible::split", Kokkos::RangePolicy<exec, Policy>(0, count),
+      KOKKOS_LAMBDA(std::int64_t i) {
         double s1 = 0, s2 = 0, s3 = 0;
         repro_add<2>(grid, static_cast<double>(at_flat(in, i)), s1, s2, s3);
         acc(i) = s1;
@@ -85,7 +87,8 @@ void reproducible_reduce(const char* name, bool mean, const Mesh& mesh, const Ax
   psum(mesh, axes, acc, acc);
   const double divisor = mean ? static_cast<double>(n) : 1.0;
   Kokkos::parallel_for(
-      "kpmap::reproducible::value", Kokkos::RangePolicy<exec, Policy>(0, count), KOKKOS_LAMBDA(std::int64_t i) {
+      "kpmap::reproducible::value", Kokkos::RangePolicy<exec, Policy>(0, count),
+      KOKKOS_LAMBDA(std::int64_t i) {
         at_flat(out, i) = static_cast<T>(repro_value(acc(i), acc(count + i), 0.0) / divisor);
       });
   exec().fence();

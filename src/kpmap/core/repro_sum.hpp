@@ -30,7 +30,6 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
-
 #include <cmath>
 
 namespace kpmap {
@@ -70,7 +69,7 @@ struct ReproGrid {
   static ReproLevel make_level(double top) {
     int e = 0;
     if (top > 0) std::frexp(top, &e);  // top <= 2^e
-    if (e < -1023) e = -1023;           // sigma stays normal, unit >= 2^-1074
+    if (e < -1023) e = -1023;          // sigma stays normal, unit >= 2^-1074
     return {std::ldexp(3.0, e), std::ldexp(1.0, e - 51)};
   }
 };

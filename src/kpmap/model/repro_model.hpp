@@ -26,7 +26,6 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
-
 #include <string>
 #include <type_traits>
 
@@ -50,8 +49,8 @@ namespace model_detail {
 // exact). Two levels: a dot product has few terms (the features), so level 2's unit is already
 // about F^2 2^-100 of the bound (s3 stays 0).
 template <class XView, class WView>
-KOKKOS_INLINE_FUNCTION void repro_dot(const XView& X, long long i, const WView& w, const ReproGrid& g, double& s1,
-                                      double& s2, double& s3) {
+KOKKOS_INLINE_FUNCTION void repro_dot(const XView& X, long long i, const WView& w, const ReproGrid& g,
+                                      double& s1, double& s2, double& s3) {
   constexpr int lanes = 4;
   double p1[lanes] = {}, p2[lanes] = {}, p3[lanes] = {};  // p3: unused with two levels
   const long long F = static_cast<long long>(X.extent(1));
@@ -69,11 +68,13 @@ KOKKOS_INLINE_FUNCTION void repro_dot(const XView& X, long long i, const WView& 
     long long j = 0;
     for (; j + lanes <= F; j += lanes) {
       for (int k = 0; k < lanes; ++k) {
-        repro_add_product<2>(g, static_cast<double>(x[j + k]), static_cast<double>(wp[j + k]), p1[k], p2[k], p3[k]);
+        repro_add_product<2>(g, static_cast<double>(x[j + k]), static_cast<double>(wp[j + k]), p1[k], p2[k],
+                             p3[k]);
       }
     }
     for (int k = 0; j + k < F; ++k) {
-      repro_add_product<2>(g, static_cast<double>(x[j + k]), static_cast<double>(wp[j + k]), p1[k], p2[k], p3[k]);
+      repro_add_product<2>(g, static_cast<double>(x[j + k]), static_cast<double>(wp[j + k]), p1[k], p2[k],
+                           p3[k]);
     }
   } else {
     for (long long j = 0; j < F; ++j) {
@@ -135,7 +136,8 @@ struct ReproGradientReduce {
       const double* zp = nullptr;
       if constexpr (!std::is_same_v<Tag, ReproFused>) zp = z.data() + i0;
       repro_rows(g, x, static_cast<long long>(X.stride(0)), rows,
-                 std::is_same_v<Tag, ReproFused> ? w.data() : nullptr, zp, bias, y.data() + i0, F, a1, a2, a3);
+                 std::is_same_v<Tag, ReproFused> ? w.data() : nullptr, zp, bias, y.data() + i0, F, a1, a2,
+                 a3);
 #else
       for (long long i = i0; i < i0 + rows; ++i) one_row(i, F, bias, a1, a2, a3);
 #endif
@@ -144,7 +146,8 @@ struct ReproGradientReduce {
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void one_row(long long i, long long F, double bias, double* a1, double* a2, double* a3) const {
+  KOKKOS_INLINE_FUNCTION void one_row(long long i, long long F, double bias, double* a1, double* a2,
+                                      double* a3) const {
     double zi;
     if constexpr (std::is_same_v<Tag, ReproFused>) {
       double s1, s2, s3;
@@ -157,7 +160,8 @@ struct ReproGradientReduce {
     if constexpr (std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>) {
       repro_axpy(g.gradient, r, X.data() + i * static_cast<long long>(X.stride(0)), F, a1, a2, a3);
     } else {
-      for (long long j = 0; j < F; ++j) repro_add_product(g.gradient, r, static_cast<double>(X(i, j)), a1[j], a2[j], a3[j]);
+      for (long long j = 0; j < F; ++j)
+        repro_add_product(g.gradient, r, static_cast<double>(X(i, j)), a1[j], a2[j], a3[j]);
     }
     repro_add(g.residual, r, a1[F], a2[F], a3[F]);
     repro_add_product(g.loss, r, r, a1[F + 1], a2[F + 1], a3[F + 1]);
@@ -183,10 +187,12 @@ template <class Functor>
 void repro_reduce(const execution_space& exec, const Functor& f, long long items, const View1<double>& sums,
                   const View1<double>& acc) {
   Kokkos::parallel_reduce("kpmap::model::repro_gradient",
-                          Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, items), f, sums);
+                          Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, items),
+                          f, sums);
   Kokkos::parallel_for(
       "kpmap::model::repro_accumulate",
-      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(f.value_count)),
+      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(
+          exec, 0, static_cast<long long>(f.value_count)),
       KOKKOS_LAMBDA(long long k) { acc(k) += sums(k); });
   exec.fence();
 }
@@ -221,17 +227,22 @@ class ReproducibleModel {
                        " elements and zacc " + std::to_string(zacc.extent(0)) + " (3 per row)");
     }
     Kokkos::parallel_for(
-        "kpmap::model::repro_forward", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n),
-        KOKKOS_LAMBDA(long long i) { model_detail::repro_dot(X, i, w, grid, zacc(i), zacc(n + i), zacc(2 * n + i)); });
+        "kpmap::model::repro_forward",
+        Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n),
+        KOKKOS_LAMBDA(long long i) {
+          model_detail::repro_dot(X, i, w, grid, zacc(i), zacc(n + i), zacc(2 * n + i));
+        });
     exec.fence();
   }
 
   // Model-parallel, step 2 (after the psum of zacc over `model`): z(i) = the value of row i's
   // accumulator.
-  static void z_from_partials(const execution_space& exec, const View1<double>& zacc, const View1<double>& z) {
+  static void z_from_partials(const execution_space& exec, const View1<double>& zacc,
+                              const View1<double>& z) {
     const long long n = static_cast<long long>(z.extent(0));
     Kokkos::parallel_for(
-        "kpmap::model::repro_z", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n),
+        "kpmap::model::repro_z",
+        Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n),
         KOKKOS_LAMBDA(long long i) { z(i) = repro_value(zacc(i), zacc(n + i), zacc(2 * n + i)); });
   }
 
@@ -265,10 +276,11 @@ class ReproducibleModel {
   template <class Functor>
   void reduce(const execution_space& exec, const Functor& f, long long items, const View1<double>& acc) {
     if (sums_.extent(0) < f.value_count) {
-      sums_ = View1<double>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::repro_sums"), f.value_count);
+      sums_ = View1<double>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::repro_sums"),
+                            f.value_count);
     }
-    model_detail::repro_reduce(exec, f, items, Kokkos::subview(sums_, Kokkos::make_pair(std::size_t(0), f.value_count)),
-                               acc);
+    model_detail::repro_reduce(exec, f, items,
+                               Kokkos::subview(sums_, Kokkos::make_pair(std::size_t(0), f.value_count)), acc);
   }
 
   View1<double> sums_;

@@ -6,7 +6,8 @@
 // FMA (-march=native on a recent CPU) folds products with fma in every version and needs no clones.
 // flatten: the helpers are inlined into each version (else the AVX2 version calls the baseline
 // helpers, measured twice as slow).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(__FP_FAST_FMA)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__FP_FAST_FMA)
 #define KPMAP_REPRO_CLONES __attribute__((target_clones("avx2", "default"), flatten))
 #else
 #define KPMAP_REPRO_CLONES
@@ -32,7 +33,8 @@ inline void load4(const float* p, v4d& v) {
 }
 
 template <class T>
-inline void row_dot(const ReproGrid& g, const T* __restrict x, const T* __restrict w, long long n, double* s) {
+inline void row_dot(const ReproGrid& g, const T* __restrict x, const T* __restrict w, long long n,
+                    double* s) {
   const double sigma1 = g.level[0].sigma, sigma2 = g.level[1].sigma;
   const v4d S1 = {sigma1, sigma1, sigma1, sigma1}, S2 = {sigma2, sigma2, sigma2, sigma2};
   v4d a1 = {0, 0, 0, 0}, b1 = a1, a2 = a1, b2 = a1;  // two groups of four lanes, two levels
@@ -66,7 +68,8 @@ inline void row_dot(const ReproGrid& g, const T* __restrict x, const T* __restri
 // Builds with fast FMA fold each product with an fma (repro_add_product), which the vector
 // extension does not spell: plain loops.
 template <class T>
-inline void row_dot(const ReproGrid& g, const T* __restrict x, const T* __restrict w, long long n, double* s) {
+inline void row_dot(const ReproGrid& g, const T* __restrict x, const T* __restrict w, long long n,
+                    double* s) {
   double t1 = 0, t2 = 0, unused = 0;
   for (long long k = 0; k < n; ++k) {
     repro_add_product<2>(g, static_cast<double>(x[k]), static_cast<double>(w[k]), t1, t2, unused);
@@ -98,9 +101,9 @@ struct Tail {
 };
 
 template <class T>
-inline void rows(const ReproGrids& g, const T* __restrict x, long long stride, long long nrows, const T* __restrict w,
-                 const double* __restrict z, double b, const T* __restrict y, long long n, double* __restrict a1,
-                 double* __restrict a2, double* __restrict a3) {
+inline void rows(const ReproGrids& g, const T* __restrict x, long long stride, long long nrows,
+                 const T* __restrict w, const double* __restrict z, double b, const T* __restrict y,
+                 long long n, double* __restrict a1, double* __restrict a2, double* __restrict a3) {
   Tail tail;
   for (long long q = 0; q < nrows; ++q) {
     const T* __restrict row = x + q * stride;
@@ -113,7 +116,8 @@ inline void rows(const ReproGrids& g, const T* __restrict x, long long stride, l
       zq = z[q];
     }
     const double r = (zq + b) - static_cast<double>(y[q]);
-    for (long long j = 0; j < n; ++j) repro_add_product(g.gradient, r, static_cast<double>(row[j]), a1[j], a2[j], a3[j]);
+    for (long long j = 0; j < n; ++j)
+      repro_add_product(g.gradient, r, static_cast<double>(row[j]), a1[j], a2[j], a3[j]);
     tail.r[q % 4] = r;
     if (q % 4 == 3 || q + 1 == nrows) tail.fold(g);
   }
@@ -127,25 +131,28 @@ inline void rows(const ReproGrids& g, const T* __restrict x, long long stride, l
 
 }  // namespace
 
-KPMAP_REPRO_CLONES void repro_row_dot(const ReproGrid& g, const double* x, const double* w, long long n, double* s) {
+KPMAP_REPRO_CLONES void repro_row_dot(const ReproGrid& g, const double* x, const double* w, long long n,
+                                      double* s) {
   row_dot(g, x, w, n, s);
 }
-KPMAP_REPRO_CLONES void repro_row_dot(const ReproGrid& g, const float* x, const float* w, long long n, double* s) {
+KPMAP_REPRO_CLONES void repro_row_dot(const ReproGrid& g, const float* x, const float* w, long long n,
+                                      double* s) {
   row_dot(g, x, w, n, s);
 }
 KPMAP_REPRO_CLONES void repro_rows(const ReproGrids& g, const double* x, long long stride, long long nrows,
-                                   const double* w, const double* z, double b, const double* y, long long n, double* a1,
-                                   double* a2, double* a3) {
+                                   const double* w, const double* z, double b, const double* y, long long n,
+                                   double* a1, double* a2, double* a3) {
   rows(g, x, stride, nrows, w, z, b, y, n, a1, a2, a3);
 }
 KPMAP_REPRO_CLONES void repro_rows(const ReproGrids& g, const float* x, long long stride, long long nrows,
-                                   const float* w, const double* z, double b, const float* y, long long n, double* a1,
-                                   double* a2, double* a3) {
+                                   const float* w, const double* z, double b, const float* y, long long n,
+                                   double* a1, double* a2, double* a3) {
   rows(g, x, stride, nrows, w, z, b, y, n, a1, a2, a3);
 }
 
 const char* repro_rows_isa() {
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(__FP_FAST_FMA)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__FP_FAST_FMA)
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") ? "avx2" : "baseline";
 #else
