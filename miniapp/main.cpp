@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "kpmap/app/run.hpp"
@@ -55,6 +56,12 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Kokkos' OpenMP backend warns at start-up when OMP_PROC_BIND is unset. With neither it nor
+  // OMP_PLACES set, the OpenMP runtime binds no thread, which OMP_PROC_BIND=false states: saying
+  // so changes nothing but the warning (docs/portability.md). A user's setting is kept.
+  if (std::getenv("OMP_PROC_BIND") == nullptr && std::getenv("OMP_PLACES") == nullptr) {
+    setenv("OMP_PROC_BIND", "false", 0);
+  }
   kpmap::MpiEnvironment mpi(argc, argv);  // MPI_Init_thread(FUNNELED), checked
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
