@@ -33,6 +33,26 @@ namespace kpmap {
 struct Reproducible {};
 inline constexpr Reproducible reproducible{};
 
+// The largest |element| of a View of any rank (local, not collective), computed on the View's
+// execution space: the bound a reproducible sum's grid is made from. +Inf when an element is NaN
+// or infinite, so that no grid exists for it.
+template <class V>
+double max_abs(const V& v) {
+  using exec = detail::exec_space_t<typename V::memory_space>;
+  const double huge = std::numeric_limits<double>::max(), inf = std::numeric_limits<double>::infinity();
+  double m = 0;
+  Kokkos::parallel_reduce(
+      "kpmap::max_abs", Kokkos::RangePolicy<exec, detail::Policy>(0, static_cast<std::int64_t>(v.size())),
+      KOKKOS_LAMBDA(std::int64_t i, double& acc) {
+        double a = static_cast<double>(detail::at_flat(v, i));
+        a = a < 0 ? -a : a;
+        if (!(a <= huge)) a = inf;
+        if (a > acc) acc = a;
+      },
+      Kokkos::Max<double>(m));
+  return m;
+}
+
 namespace detail {
 
 template <class In, class Out>
@@ -49,19 +69,8 @@ void reproducible_reduce(const char* name, bool mean, const Mesh& mesh, const Ax
   const std::int64_t count = static_cast<std::int64_t>(in.size());
 
   // The bound: max |x| over the axis; a non-finite element makes it +Inf everywhere.
-  const double huge = std::numeric_limits<double>::max(), inf = std::numeric_limits<double>::infinity();
-  double local = 0;
-  Kokkos::parallel_reduce(
-      "kpmap::reproducible::max_abs", Kokkos::RangePolicy<exec, Policy>(0, count),
-      KOKKOS_LAMBDA(std::int64_t i, double& m) {
-        double a = static_cast<double>(at_flat(in, i));
-        a = a < 0 ? -a : a;
-        if (!(a <= huge)) a = inf;
-        if (a > m) m = a;
-      },
-      Kokkos::Max<double>(local));
   Kokkos::View<double*, Kokkos::HostSpace> bound("kpmap::reproducible::bound", 1);
-  bound(0) = local;
+  bound(0) = max_abs(in);
   pmax(mesh, axes, bound, bound);
   ReproGrid grid;
   if (!ReproGrid::make(static_cast<double>(n), bound(0), grid)) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "kpmap/collectives/reproducible.hpp"
 #include "kpmap/core/error.hpp"
 #include "kpmap/data/shard.hpp"
 #include "kpmap/model/repro_model.hpp"
@@ -289,38 +290,8 @@ struct ReproState {
   double x_max = 0, y_max = 0;
 };
 
-// Element k of a View of rank 1, or of rank 2 read row by row (cols columns).
-template <class V>
-KOKKOS_INLINE_FUNCTION double element(const V& v, long long k, long long cols) {
-  if constexpr (V::rank == 2) {
-    return static_cast<double>(v(k / cols, k % cols));
-  } else {
-    return static_cast<double>(v(k));
-  }
-}
-
-// max |v(i...)| over a View of rank 1 or 2; +Inf when an element is not finite.
-template <class V>
-double max_abs(const execution_space& exec, const V& v) {
-  const double huge = std::numeric_limits<double>::max(), inf = std::numeric_limits<double>::infinity();
-  const long long rows = static_cast<long long>(v.extent(0));
-  const long long cols = V::rank == 2 ? static_cast<long long>(v.extent(V::rank - 1)) : 1;
-  double m = 0;
-  Kokkos::parallel_reduce(
-      "kpmap::train::max_abs", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, rows * cols),
-      KOKKOS_LAMBDA(long long k, double& acc) {
-        double a = element(v, k, cols);
-        a = a < 0 ? -a : a;
-        if (!(a <= huge)) a = inf;
-        if (a > acc) acc = a;
-      },
-      Kokkos::Max<double>(m));
-  return m;
-}
-
 template <class S, class M, class Layout, class Comm>
 ReproState<S> make_repro_state(const RunState<S, M, Layout>& s, Comm& comm) {
-  const execution_space exec;
   ReproState<S> rs;
   rs.acc = View1<double>("kpmap::train::repro_acc", 3 * (s.features_local + 2));
   rs.loss = View1<double>("kpmap::train::repro_loss", 1);
@@ -330,8 +301,8 @@ ReproState<S> make_repro_state(const RunState<S, M, Layout>& s, Comm& comm) {
     rs.z = View1<double>("kpmap::train::repro_z", micro_rows);
   }
   Kokkos::View<double*, Kokkos::HostSpace> bounds("kpmap::train::data_bounds", 2);
-  bounds(0) = max_abs(exec, s.shard.X);
-  bounds(1) = max_abs(exec, s.shard.y);
+  bounds(0) = max_abs(s.shard.X);
+  bounds(1) = max_abs(s.shard.y);
   comm.agree_max(bounds);
   rs.x_max = bounds(0);
   rs.y_max = bounds(1);
@@ -342,10 +313,9 @@ ReproState<S> make_repro_state(const RunState<S, M, Layout>& s, Comm& comm) {
 // and |b|; throws RuntimeError, the same on every rank, when a sum leaves the grids' range.
 template <class S, class M, class Layout, class Comm>
 ReproGrids repro_grids(const RunState<S, M, Layout>& s, const ReproState<S>& rs, Comm& comm, const TrainSpec& spec) {
-  const execution_space exec;
   const auto [w, b] = split_params(s.params, s.features_local);
-  const double w_max = comm.max_over_model(max_abs(exec, w));
-  const double b_abs = max_abs(exec, b);
+  const double w_max = comm.max_over_model(max_abs(w));
+  const double b_abs = max_abs(b);
   const double features = static_cast<double>(spec.problem.features), rows = static_cast<double>(spec.batch);
   const double slack = 1 + 0x1p-20;  // covers the roundings of z, z + b and (z + b) - y
   const double term = rs.x_max * w_max;
