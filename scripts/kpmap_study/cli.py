@@ -99,7 +99,7 @@ def prepare(a):
         path = os.path.abspath(plan.check_file("--kpmap", path))
         kpmaps.append((path, runner.kpmap_backend(path)))
 
-    base = list(sets)
+    base = ["mode=train"] + list(sets)
     if steps is not None:
         base.append(f"train.steps={steps}")
     if model is not None:
@@ -115,9 +115,8 @@ def prepare(a):
                     continue
                 seen.add((path, tuple(extra)))
                 resolved = runner.preflight(a.launcher, path, deck, base + extra)
-    if resolved.get("mode") != "info" or "problem" not in resolved:
-        raise StudyInputError(f"--deck: '{a.deck}' is not a train deck (allowed: a deck of mode train, with a "
-                              "problem section)")
+    if "problem" not in resolved:
+        raise StudyInputError(f"--deck: '{a.deck}' has no problem section (allowed: a train deck)")
     features = resolved["problem"]["features"]
     for mesh in meshes:
         for n in ranks:

@@ -132,7 +132,7 @@ def check_file(option, path):
 
 def check_sets(sets):
     """--set KEY=VALUE as kpmap takes it; the keys the study itself sets are refused."""
-    owned = ("mesh", "output", "mode", "comm.model", "train.steps", "train.kernel", "precision.compute")
+    owned = ("mesh", "output.report", "mode", "comm.model", "train.steps", "train.kernel", "precision.compute")
     for s in sets:
         key, eq, _ = s.partition("=")
         if not eq or not key.strip():

@@ -65,13 +65,16 @@ def median_by(rows, key, column):
 def curves(rows, kind):
     """{curve label: {ranks: median time per step}} for the rows of one study kind."""
     times = median_by([r for r in rows if r["study"] == kind], CONFIG_KEY, "total_s_per_step_max")
-    out = {}
+    by_key = {}
     for key, t in times.items():
-        c = dict(zip(CONFIG_KEY, key))
-        label = (f"model={c['model']} {c['backend']} t={c['threads']} {c['kernel']} {c['precision']}"
-                 + (f" [{c['study_id']}]" if len({r['study_id'] for r in rows}) > 1 else ""))
-        out.setdefault(label, {})[int(c["ranks"])] = t
-    return out
+        by_key.setdefault(key[:len(CURVE_KEY)], {})[int(key[len(CURVE_KEY)])] = t
+    labels = {}
+    for key in by_key:
+        c = dict(zip(CURVE_KEY, key))
+        labels[key] = f"model={c['model']} {c['backend']} t={c['threads']} {c['kernel']} {c['precision']}"
+    # two studies of the same configuration in one CSV: their curves are told apart by study_id
+    return {labels[k] + (f" [{k[0]}]" if list(labels.values()).count(labels[k]) > 1 else ""): v
+            for k, v in by_key.items()}
 
 
 def caption(rows):

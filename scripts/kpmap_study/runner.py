@@ -131,8 +131,7 @@ def execute(runs, study, study_id, deck, launcher, csv_path, workdir, machine, t
             command = launch_command(launcher, run.ranks, run.kpmap, deck, run.sets, report_path)
             env = dict(os.environ, OMP_NUM_THREADS=str(run.threads))
             env.setdefault("OMP_PROC_BIND", "false")
-            label = (f"{study} np={run.ranks} mesh={run.mesh} threads={run.threads} {run.backend} "
-                     f"{run.kernel or 'deck-kernel'} {run.precision or 'deck-precision'}")
+            label = f"{study} np={run.ranks} mesh={run.mesh} threads={run.threads} {run.backend}"
             start = time.monotonic()
             try:
                 r = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -156,6 +155,6 @@ def execute(runs, study, study_id, deck, launcher, csv_path, workdir, machine, t
             f.flush()
             step_ms = float(row["total_s_per_step_max"]) * 1e3
             comm_ms = float(row["comm_s_per_step_max"]) * 1e3
-            print(f"[study] {run.index}/{len(runs)} {label}: {step_ms:.3g} ms/step (comm {comm_ms:.3g}) "
-                  f"in {wall:.1f} s", file=out, flush=True)
+            print(f"[study] {run.index}/{len(runs)} {label} {row['kernel']} {row['precision']}: {step_ms:.3g} ms/step "
+                  f"(comm {comm_ms:.3g}) in {wall:.1f} s", file=out, flush=True)
     return 0

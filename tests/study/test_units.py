@@ -89,6 +89,19 @@ class Units(unittest.TestCase):
         strong = plan.plan_runs("strong", kpmaps[:1], [2], [plan.MeshPattern(-1, 2)], [1], [""], [""], 1, [])
         self.assertEqual(strong[0].sets, ["mesh.axes={data: 1, model: 2}"])
 
+    def test_curves_take_the_median_and_tell_studies_apart(self):
+        def row(study_id, ranks, model, seconds):
+            return {"study_id": study_id, "study": "strong", "model": str(model), "threads": "1", "backend": "OpenMP",
+                    "kernel": "fused", "precision": "fp32", "features": "16", "ranks": str(ranks),
+                    "mesh": f"{ranks // model}x{model}", "total_s_per_step_max": str(seconds)}
+        rows = [row("a", 1, 1, 4.0), row("a", 1, 1, 9.0), row("a", 1, 1, 5.0), row("a", 2, 1, 3.0),
+                row("a", 2, 2, 2.0), row("b", 1, 1, 1.0)]
+        self.assertEqual(plot.curves(rows, "strong"),
+                         {"model=1 OpenMP t=1 fused fp32 [a]": {1: 5.0, 2: 3.0},  # 5 = median of 4, 9, 5
+                          "model=2 OpenMP t=1 fused fp32": {2: 2.0},
+                          "model=1 OpenMP t=1 fused fp32 [b]": {1: 1.0}})
+        self.assertEqual(plot.curves(rows, "weak"), {})
+
     def test_int_lists(self):
         self.assertEqual(plan.parse_int_list("--ranks", "1, 2,4"), [1, 2, 4])
         for bad in ("", ",", "1,,2", "1,1", "0", "x"):
