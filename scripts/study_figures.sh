@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The figures of docs/performance.md, "Running a study": one CSV and its PNGs.
-#   scripts/study_figures.sh [OUT_DIR]          (default docs/figures)
+#   [KPMAP=path/to/kpmap] scripts/study_figures.sh [OUT_DIR]   (defaults build/default/kpmap, docs/figures)
 # 1. strong scaling of inputs/quickstart.yaml made larger (262144 x 64 fp32, batch 16384, 40 steps)
 #    on 1, 2 and 4 ranks with every rank on `data`, and on 2 and 4 ranks with a model axis of 2;
 # 2. a backend sweep of the same problem on 1 rank: OpenMP at 1 and 2 threads (build/default) and
@@ -18,9 +18,10 @@ rm -f "$csv"
 work=build/study-figures
 problem=(--deck inputs/quickstart.yaml --steps 40 --repeat 3 --set problem.samples=262144
   --set problem.features=64 --set train.batch=16384 --set output.every=1000 --csv "$csv" --workdir "$work")
-kpmaps=(--kpmap build/default/kpmap)
+kpmap=${KPMAP:-build/default/kpmap}
+kpmaps=(--kpmap "$kpmap")
 [ -x build/serial/kpmap ] && kpmaps+=(--kpmap build/serial/kpmap)
-"$py" scripts/study.py run strong "${problem[@]}" --ranks 1,2,4 --mesh '*x1' --kpmap build/default/kpmap
-"$py" scripts/study.py run strong "${problem[@]}" --ranks 2,4 --mesh '*x2' --kpmap build/default/kpmap
+"$py" scripts/study.py run strong "${problem[@]}" --ranks 1,2,4 --mesh '*x1' --kpmap "$kpmap"
+"$py" scripts/study.py run strong "${problem[@]}" --ranks 2,4 --mesh '*x2' --kpmap "$kpmap"
 "$py" scripts/study.py run backend "${problem[@]}" --ranks 1 --threads 1,2 "${kpmaps[@]}"
 "$py" scripts/study.py plot "$csv" --out "$out"

@@ -122,8 +122,8 @@ def _scaling_figures(plt, rows, outdir, say):
             else:
                 ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
                 ax.set_ylim(bottom=0)
-                ax.set_ylabel("T1 / (N TN)" if kind == "strong" else "T1 / TN")
-                ax.set_title(f"{kind} scaling: parallel efficiency")
+                ax.set_ylabel("T_b N_b / (N T_N)" if kind == "strong" else "T_b / T_N")
+                ax.set_title(f"{kind} scaling: parallel efficiency (b: the curve's fewest ranks)")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7)
         path = os.path.join(outdir, f"{name}.png")

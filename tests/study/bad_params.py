@@ -48,7 +48,7 @@ CASES = {
     "set_owned_by_study": (["strong", "--set", "mesh.axes={data: 2}"],
                            r"--set: 'mesh.axes' is set by the study itself"),
     "deck_rejected_by_kpmap": (["strong", "--set", "train.stepz=3"],
-                               r"--deck .*quickstart\.yaml with --set train\.stepz=3 .*: kpmap rejects it \(exit 2\):"),
+                               r"--deck .*quickstart\.yaml with --set .*train\.stepz=3.*: kpmap rejects it \(exit 2\):"),
     "csv_other_columns": (["strong"], r"--csv: '.*study\.csv' exists with other columns"),
 }
 
