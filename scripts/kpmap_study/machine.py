@@ -16,10 +16,14 @@ def cpu_model(cpuinfo="/proc/cpuinfo"):
     return ""
 
 
-def machine():
+def load_1min():
+    """The 1-minute load average ('' where the system has none)."""
     try:
-        load = f"{os.getloadavg()[0]:.2f}"
+        return f"{os.getloadavg()[0]:.2f}"
     except OSError:
-        load = ""
+        return ""
+
+
+def machine():
     return {"hostname": socket.gethostname(), "cpu_model": cpu_model(), "cores": os.cpu_count() or "",
-            "load_1min": load}
+            "load_1min": load_1min()}

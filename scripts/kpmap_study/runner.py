@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+from .machine import load_1min
 from .plan import StudyInputError
 
 PHASES = ("total", "compute", "comm", "comm_in_flight", "optimizer")
@@ -150,7 +151,8 @@ def execute(runs, study, study_id, deck, launcher, csv_path, workdir, machine, t
                 return 1
             with open(report_path, encoding="utf-8") as rf:
                 report = json.load(rf)
-            row = report_row(report, run, study, study_id, machine, wall, run.kpmap, report_path, command)
+            host = dict(machine, load_1min=load_1min())  # the load as this run ends
+            row = report_row(report, run, study, study_id, host, wall, run.kpmap, report_path, command)
             writer.writerow(row)
             f.flush()
             step_ms = float(row["total_s_per_step_max"]) * 1e3
