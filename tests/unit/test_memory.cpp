@@ -86,7 +86,7 @@ void on_deallocate(Kokkos_Profiling_SpaceHandle, const char*, const void* ptr, s
 }
 
 // The estimate is the peak of what the trainer allocates, to within the step's few scalar host
-// buffers (flags, exponent, bounds: 16 bytes, left out of the estimate), for every optimizer,
+// buffers (flag, exponent, bound: under 32 bytes, left out of the estimate), for every optimizer,
 // strategy, type mix and kernel.
 TEST(MemoryEstimate, CoversTheTrainersAllocations) {
   Kokkos::Tools::Experimental::set_allocate_data_callback(on_allocate);

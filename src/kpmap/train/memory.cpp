@@ -36,15 +36,17 @@ MemoryEstimate estimate(const TrainSpec& spec, const Mesh& mesh) {
 
   // stats (n + 2 slots); the mean gradient in M unless it is the head of stats; the partial
   // products of a micro-batch (model axis); the residuals of a step (overlap); the wire; the
-  // model's reduction workspace (features + 2 sums).
+  // model's workspace: the fused kernel's features + 2 sums, or the BLAS path's residual of a
+  // micro-batch and gradient of its columns (in Acc).
   e.gradients = static_cast<std::size_t>(n + 2) * acc;
   if (comm.sharded() || m != acc) e.gradients += static_cast<std::size_t>(shard) * m;
   if (model_size > 1) e.gradients += static_cast<std::size_t>(micro_rows) * acc;
   if (spec.comm_spec.overlap) e.gradients += static_cast<std::size_t>(rows) * acc;
-  e.gradients += comm.wire_bytes() + static_cast<std::size_t>(F + 2) * acc;
+  e.gradients += comm.wire_bytes();
+  const bool blas = spec.kernel == GradientKernel::kokkos_kernels;
+  e.gradients += static_cast<std::size_t>(blas ? micro_rows + F : F + 2) * acc;
   // kokkos_kernels with 16-bit storage reads float copies of a micro-batch's X and of w.
-  if (spec.kernel == GradientKernel::kokkos_kernels && spec.compute != Dtype::fp32 &&
-      spec.compute != Dtype::fp64) {
+  if (blas && spec.compute != Dtype::fp32 && spec.compute != Dtype::fp64) {
     e.gradients += static_cast<std::size_t>(micro_rows * F + F) * sizeof(float);
   }
   if (spec.reproducible) {  // the exact sums' accumulators (train/trainer.cpp, ReproState)
