@@ -5,6 +5,8 @@
 #include <Kokkos_Core.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "kpmap/app/run.hpp"
 #include "kpmap/core/error.hpp"
@@ -29,6 +31,7 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
       ->type_name("KEY=VALUE");
   app.add_option("--output", output, "Where to write the JSON report (overrides output.report)")
       ->type_name("FILE");
+  app.add_flag("--kokkos-help", "Print Kokkos' own options (--kokkos-threads, device selection, tools) and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -65,11 +68,35 @@ int main(int argc, char** argv) {
   kpmap::MpiEnvironment mpi(argc, argv);  // MPI_Init_thread(FUNNELED), checked
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // --help is kpmap's: Kokkos (3.4 and 4.x alike) would print its own help for it, so Kokkos
+  // never sees it. --kokkos-help goes to Kokkos on rank 0 only, which prints Kokkos' help once.
+  // Kokkos removes the arguments it consumes (--kokkos-*) from its copy; CLI11 parses the rest,
+  // with --help put back.
+  bool help = false, kokkos_help = false;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i > 0 && (arg == "--help" || arg == "-h")) {
+      help = true;
+      continue;
+    }
+    if (arg == "--kokkos-help") {
+      kokkos_help = true;
+      if (rank != 0) continue;
+    }
+    args.push_back(argv[i]);
+  }
+  int kokkos_argc = static_cast<int>(args.size());
+  args.push_back(nullptr);
   int code = kpmap::exit_success;
   {
-    Kokkos::ScopeGuard kokkos(argc, argv);
+    Kokkos::ScopeGuard kokkos(kokkos_argc, args.data());
+    if (kokkos_help) return kpmap::exit_success;
+    std::vector<char*> cli(args.begin(), args.begin() + kokkos_argc);
+    static char help_flag[] = "--help";
+    if (help) cli.push_back(help_flag);
     kpmap::RunOptions options;
-    code = parse_command_line(argc, argv, rank, options);
+    code = parse_command_line(static_cast<int>(cli.size()), cli.data(), rank, options);
     if (code < 0) code = kpmap::run(options, MPI_COMM_WORLD);
   }
   return code;

@@ -5,6 +5,7 @@
 
 #include "kpmap/app/bench_mode.hpp"
 #include "kpmap/app/collectives_mode.hpp"
+#include "kpmap/app/preflight.hpp"
 #include "kpmap/app/train_mode.hpp"
 #include "kpmap/config/config.hpp"
 #include "kpmap/core/error.hpp"
@@ -60,17 +61,26 @@ int run(const RunOptions& options, MPI_Comm world) {
   code = agree_on_exit(world, code, message);
   if (code != exit_success) return code;
 
-  // A mode returns an outcome every rank agrees on (0, or 1 when a check it ran failed).
-  // An exception past this point may be rank-local while other ranks sit in a collective, so an
+  // Before a mode allocates anything: the memory it needs and the report path, agreed like the
+  // deck. A mode returns an outcome every rank agrees on (0, or 1 when a check it ran failed); an
+  // AgreedError is thrown at the same point on every rank, so rank 0 prints it once. Any other
+  // exception past this point may be rank-local while other ranks sit in a collective, so an
   // agreement could hang: the failing rank prints its message and takes the job down.
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
   try {
     const Mesh mesh(world, config->mesh.axes);
-    code = run_mode(*config, mesh);
+    code = check_before_run(*config, mesh, message);
+    code = agree_on_exit(world, code, message);
+    if (code == exit_success) code = run_mode(*config, mesh);
+  } catch (const AgreedError& e) {
+    if (rank == 0) std::cerr << "kpmap: error: " << e.what() << std::endl;
+    code = e.exit_code();
   } catch (const Error& e) {
-    std::cerr << "kpmap: error: " << e.what() << std::endl;
+    std::cerr << "kpmap: error: rank " << rank << ": " << e.what() << std::endl;
     MPI_Abort(world, e.exit_code());
   } catch (const std::exception& e) {
-    std::cerr << "kpmap: error: " << e.what() << std::endl;
+    std::cerr << "kpmap: error: rank " << rank << ": " << e.what() << std::endl;
     MPI_Abort(world, exit_runtime);
   }
   return code;

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "kpmap/core/error.hpp"
+#include "kpmap/train/memory.hpp"
 
 namespace kpmap {
 
@@ -93,8 +94,14 @@ Json train_report(const Config& config, const Mesh& mesh, const TrainResult& res
       if (h.skipped) skipped.push_back(h.step);
     report["skipped_steps"] = skipped;
   }
+  if (result.stopped.step > 0) {
+    report["stopped"] = {{"reason", "non-finite loss or gradient"},
+                         {"step", result.stopped.step},
+                         {"rank", result.stopped.rank},
+                         {"seen_in", result.stopped.in_own ? "own sums" : "reduced sums"}};
+  }
   report["reproducible"] = result.reproducible;
-  report["final_loss"] = result.final_loss;
+  if (!result.history.empty()) report["final_loss"] = result.final_loss;
   report["weights_rel_error"] = result.weights_rel_error;
   report["timing"] = timing_json(mesh.comm(), result.timers);
   report["comm_bytes"] = bytes_stat(mesh.comm(), result.comm_bytes_per_step);
@@ -103,6 +110,12 @@ Json train_report(const Config& config, const Mesh& mesh, const TrainResult& res
                       {"gradients", bytes_stat(mesh.comm(), result.gradient_bytes)},
                       {"optimizer_state", bytes_stat(mesh.comm(), result.optimizer_bytes)},
                       {"data", bytes_stat(mesh.comm(), result.data_bytes)}};
+  const MemoryEstimate estimate = estimate_memory(train_spec(config), mesh);
+  report["memory_estimate"] = {{"data", bytes_stat(mesh.comm(), estimate.data)},
+                               {"parameters", bytes_stat(mesh.comm(), estimate.parameters)},
+                               {"gradients", bytes_stat(mesh.comm(), estimate.gradients)},
+                               {"optimizer_state", bytes_stat(mesh.comm(), estimate.optimizer)},
+                               {"total", bytes_stat(mesh.comm(), estimate.total())}};
   if (config.comm.strategy == "reduce_scatter") {
     report["shard"] = {{"elements", to_json(stat_over_ranks(mesh.comm(), static_cast<double>(result.shard_elements)))},
                        {"padding", to_json(stat_over_ranks(mesh.comm(), static_cast<double>(result.shard_padding)))}};
@@ -122,6 +135,21 @@ int run_train(const Config& config, const Mesh& mesh) {
       train(train_spec(config), mesh, [&](long long step, double loss) { progress.update(step, loss); });
   const Json report = train_report(config, mesh, result);
   write_report(mesh.comm(), config.output.report, report);
+  if (result.stopped.step > 0) {  // every rank stopped at the same step
+    if (mesh.rank() == 0) {
+      const TrainStop& stop = result.stopped;
+      std::cerr << "kpmap: error: step " << stop.step << ": the loss or gradient is not finite (Inf or NaN), first "
+                << "seen on rank " << stop.rank
+                << (stop.in_own ? " in its own sums" : " in the reduced sums (no rank's own sums: their sum overflowed)")
+                << "; every rank stopped before the step's update"
+                << (config.output.report.empty() ? "" : ", report " + config.output.report + " (history to step " +
+                                                             std::to_string(stop.step - 1) + ")")
+                << ". The weights diverge: lower train.optimizer.lr; with a 16-bit precision.comm, "
+                   "precision.loss_scale: dynamic skips such steps instead"
+                << std::endl;
+    }
+    return exit_runtime;
+  }
   if (mesh.rank() == 0) {
     char line[200];
     std::snprintf(line, sizeof line, "final loss %.6e, weights_rel_error %.3e, %.3f s total", result.final_loss,

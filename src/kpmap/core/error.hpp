@@ -38,6 +38,14 @@ class RuntimeError : public Error {
   explicit RuntimeError(const std::string& message) : Error(message, exit_runtime) {}
 };
 
+// A runtime failure thrown at the same point on every rank, from values every rank agrees on
+// (e.g. bounds agreed over the mesh): kpmap::run lets rank 0 print it once and every rank return
+// exit code 1, with no MPI_Abort.
+class AgreedError : public RuntimeError {
+ public:
+  explicit AgreedError(const std::string& message) : RuntimeError(message) {}
+};
+
 // Throws RuntimeError naming the call and MPI's own error string unless rc == MPI_SUCCESS.
 void check_mpi(int rc, const char* call);
 

@@ -7,7 +7,10 @@
 //                            stats = [grad sums..., loss_sum, count] (Acc, the kernels'
 //                            accumulation type; n + 2 slots for n parameters), bucket by bucket.
 //   gather_params(shard):    reduce_scatter only: all_gather of the updated shards over `data`.
-//   all_finite(ok):          one psum of a flag over the whole mesh (dynamic loss scaling).
+//   own_nonfinite(k), check_finite(...): whether any rank's loss or gradient is not finite, and
+//                            the lowest rank that saw it (one pmin of an int over the whole mesh
+//                            where the reduced statistics differ between ranks, or under dynamic
+//                            loss scaling; otherwise only at a step that has one).
 //   sum_exact(acc):          precision.reproducible: the psum over `data` of the step's exact
 //                            accumulators (and max_over_model, agree_max for their bounds).
 //
@@ -71,6 +74,14 @@ namespace kpmap {
 // The mean over the global batch, as the step sees it after the reduction.
 struct StepTotals {
   double loss = 0;  // mean squared error of the global batch (the unscaled loss)
+};
+
+// Where a step's Inf or NaN was seen, the same on every rank (StepComm::check_finite).
+struct FiniteCheck {
+  int rank = -1;        // the lowest mesh rank that saw one (-1: every value was finite)
+  bool in_own = false;  // in that rank's own loss or gradient sums, before the reduction
+                        // (false: only the reduced statistics were non-finite, e.g. an overflow)
+  bool any() const { return rank >= 0; }
 };
 
 namespace step_comm_detail {
@@ -259,15 +270,36 @@ class StepComm {
     count(shard.extent(0) * sizeof(S));
   }
 
-  // True on every rank when no rank's reduced statistics (the wire of the last finish) hold an
-  // Inf or NaN: one psum of a flag over the whole mesh.
-  bool all_finite(bool locally_finite) {
-    flag_(0) = locally_finite ? 0 : 1;
-    if (mesh_.size() > 1) {
-      psum(mesh_, AxisNames(all_axes_), flag_, flag_);
+  // Whether this rank's own gradient sums among bucket k's slots (bucket_slots(k), before their
+  // reduction) hold an Inf or NaN. Call it just before start(k).
+  bool own_nonfinite(const execution_space& exec, const View1<Acc>& stats, long long k) const {
+    const auto& slots = bucket_slots_[k];
+    if (slots.empty()) return false;  // the bucket carries only the loss and the count
+    // One range over the bucket's slots: for reduce_scatter it also covers other buckets' columns,
+    // which are this rank's own values too (stats is not reduced in place when sharded).
+    const View1<Acc> own = Kokkos::subview(stats, Kokkos::make_pair(slots.front().begin, slots.back().end));
+    return step_comm_detail::count_nonfinite(exec, own) > 0;
+  }
+
+  // After finish(): agrees over the whole mesh on whether the step saw an Inf or NaN and names
+  // the lowest rank that did, preferring ranks whose own values (own: own_nonfinite or a
+  // non-finite local loss sum) were non-finite. One pmin of an int over the whole mesh: every step
+  // when every_step (dynamic loss scaling) or when the reduced statistics differ between ranks
+  // (a model axis, reduce_scatter); with allreduce over a data axis only every rank holds the same
+  // reduced statistics, which carry any rank's Inf or NaN, so they decide alike and the pmin runs
+  // only at a step that has one.
+  FiniteCheck check_finite(const execution_space& exec, bool own, bool every_step) {
+    const int size = mesh_.size(), rank = mesh_.rank();
+    const bool reduced = !locally_finite(exec);
+    flag_(0) = own ? rank : reduced ? size + rank : 2 * size;
+    const bool same_everywhere = !sharded() && model_size_ == 1;
+    if (size > 1 && (every_step || !same_everywhere || reduced)) {
+      pmin(mesh_, AxisNames(all_axes_), flag_, flag_);
       count(sizeof(int));
     }
-    return flag_(0) == 0;
+    const int first = flag_(0);
+    if (first >= 2 * size) return {};
+    return {first % size, first < size};
   }
 
   // Before the first step, on every rank: the loss slot's first exponent, the largest of the

@@ -196,9 +196,11 @@ void refresh_params(RunState<S, M, Layout>& s, Comm& comm, const execution_space
 }
 
 // One step: the global batch's loss before the update, the scale it used, whether it was skipped.
+// A non-finite loss or gradient skips the update under dynamic loss scaling, and otherwise stops
+// the run (stop.step set, no update, the step not counted).
 template <class S, class M, class Layout, class Model, class Comm>
 HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScaler& scaler,
-                  const TrainSpec& spec, int rank, Timers& timers) {
+                  const TrainSpec& spec, int rank, Timers& timers, TrainStop& stop) {
   using Acc = accumulation_t<S>;
   const execution_space exec;
   Kokkos::deep_copy(exec, s.stats, Acc(0));
@@ -211,11 +213,13 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
   // Bucket by bucket: without overlap every slot is final already; with it, each bucket's columns
   // are computed first, and its reduction is in flight while the next bucket's are computed.
   double first_start = 0;
+  bool own_nonfinite = !std::isfinite(loss_sum);
   for (long long k = 0; k < comm.buckets(); ++k) {
     if (overlap) column_sums(s, model, comm.bucket_slots(k), spec.accumulation, timers);
     if (k == 0 && s.step + 1 == spec.inject_step && rank == spec.inject_rank) {  // slot 0 is in bucket 0
       Kokkos::deep_copy(exec, Kokkos::subview(s.stats, 0), std::numeric_limits<Acc>::infinity());
     }
+    own_nonfinite = comm.own_nonfinite(exec, s.stats, k) || own_nonfinite;
     ScopedPhase phase(timers, Phase::comm, "reduce_gradient", exec);
     comm.start(exec, s.stats, k, spec.batch, scaler.scale());
     if (k == 0) first_start = MPI_Wtime();
@@ -226,7 +230,13 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
   {
     ScopedPhase phase(timers, Phase::comm, "reduce_gradient", exec);
     entry.loss = comm.finish(exec, s.grad).loss;
-    if (scaler.dynamic()) apply = scaler.update(comm.all_finite(comm.locally_finite(exec)));
+    const FiniteCheck check = comm.check_finite(exec, own_nonfinite, scaler.dynamic());
+    if (scaler.dynamic()) {
+      apply = scaler.update(!check.any());
+    } else if (check.any()) {
+      stop = {entry.step, check.rank, check.in_own};
+      return entry;
+    }
   }
   entry.skipped = !apply;
   if (apply) {
@@ -310,7 +320,7 @@ ReproState<S> make_repro_state(const RunState<S, M, Layout>& s, Comm& comm) {
 }
 
 // The grids of step `step` (1-based): bounds from max |X|, max |y|, max |w| over every model rank
-// and |b|; throws RuntimeError, the same on every rank, when a sum leaves the grids' range.
+// and |b|; throws AgreedError (exit 1), the same on every rank, when a sum leaves the grids' range.
 template <class S, class M, class Layout, class Comm>
 ReproGrids repro_grids(const RunState<S, M, Layout>& s, const ReproState<S>& rs, Comm& comm, const TrainSpec& spec) {
   const auto [w, b] = split_params(s.params, s.features_local);
@@ -323,12 +333,12 @@ ReproGrids repro_grids(const RunState<S, M, Layout>& s, const ReproState<S>& rs,
   ReproGrids g;
   const auto make = [&](const char* what, double terms, double bound, ReproGrid& grid) {
     if (ReproGrid::make(terms, bound, grid)) return;
-    throw RuntimeError("precision.reproducible: step " + std::to_string(s.step + 1) + ": the " + what +
-                       " sums " + std::to_string(static_cast<long long>(terms)) + " terms bounded by " +
-                       std::to_string(bound) + " (max |X| " + std::to_string(rs.x_max) + ", max |w| " +
-                       std::to_string(w_max) + ", |b| " + std::to_string(b_abs) +
-                       "): outside the exact accumulator's range (finite, 2 x terms x bound <= 2^1020); "
-                       "the weights diverge: lower train.optimizer.lr");
+    throw AgreedError("precision.reproducible: step " + std::to_string(s.step + 1) + ": the " + what +
+                      " sums " + std::to_string(static_cast<long long>(terms)) + " terms bounded by " +
+                      std::to_string(bound) + " (max |X| " + std::to_string(rs.x_max) + ", max |w| " +
+                      std::to_string(w_max) + ", |b| " + std::to_string(b_abs) +
+                      "): outside the exact accumulator's range (finite, 2 x terms x bound <= 2^1020); "
+                      "the weights diverge: lower train.optimizer.lr");
   };
   make("forward pass (X w)", features, term, g.forward);
   make("gradient", rows, residual * rs.x_max * slack, g.gradient);
@@ -416,13 +426,15 @@ TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const TrainSpec& spec, 
     const HistoryEntry entry = one_step();
     bytes += comm.take_bytes();
     calls += comm.take_calls();
+    if (r.stopped.step > 0) break;
     r.history.push_back(entry);
     if (on_step) on_step(entry.step, entry.loss);
   }
   r.timers.add(Phase::total, MPI_Wtime() - start);
-  r.final_loss = r.history.back().loss;
-  r.comm_bytes_per_step = bytes / static_cast<std::size_t>(spec.steps);
-  r.comm_calls_per_step = static_cast<double>(calls) / static_cast<double>(spec.steps);
+  r.final_loss = r.history.empty() ? std::numeric_limits<double>::quiet_NaN() : r.history.back().loss;
+  const long long steps_run = static_cast<long long>(r.history.size()) + (r.stopped.step > 0 ? 1 : 0);
+  r.comm_bytes_per_step = bytes / static_cast<std::size_t>(steps_run);
+  r.comm_calls_per_step = static_cast<double>(calls) / static_cast<double>(steps_run);
   r.param_bytes = s.param_bytes();
   r.gradient_bytes = s.gradient_bytes() + workspace_bytes();
   r.optimizer_bytes = s.optimizer->state_bytes();
@@ -466,7 +478,7 @@ TrainResult run(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_
   if (comm.casts()) comm.start_loss_exponent(first_loss_estimate(s));
   LinearModel<S, Acc> model(spec.kernel);
   return drive(
-      s, comm, spec, mesh, on_step, r, [&] { return step(s, model, comm, scaler, spec, mesh.rank(), r.timers); },
+      s, comm, spec, mesh, on_step, r, [&] { return step(s, model, comm, scaler, spec, mesh.rank(), r.timers, r.stopped); },
       [&] { return comm.wire_bytes(); });
 }
 

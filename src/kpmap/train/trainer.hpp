@@ -26,9 +26,18 @@ struct HistoryEntry {
   bool skipped = false;  // a dynamic loss scaler skipped the update (non-finite gradient)
 };
 
+// A run that stopped before its last step: a loss or gradient was not finite without dynamic
+// loss scaling. The step's update was not applied: the weights are those of the last good step.
+struct TrainStop {
+  long long step = 0;   // 1-based step that saw the Inf or NaN (0: the run did not stop)
+  int rank = -1;        // the lowest mesh rank that saw it
+  bool in_own = false;  // in that rank's own loss or gradient (false: only in the reduced sums)
+};
+
 struct TrainResult {
-  std::vector<HistoryEntry> history;  // every step
-  double final_loss = 0;              // history.back().loss
+  std::vector<HistoryEntry> history;  // every step (up to the last good one when stopped)
+  TrainStop stopped;
+  double final_loss = 0;              // history.back().loss (NaN when the first step stopped)
   double weights_rel_error = 0;       // |[w, b] - [w*, b*]| / |[w*, b*]| over all features
   std::vector<double> weights;        // the learned w, all features (identical on every rank)
   double bias = 0;                    // the learned b (0 without bias)
@@ -59,7 +68,7 @@ struct TrainSpec {
   // overlap, no loss scale.
   bool reproducible = false;
   // Test only: mesh rank `inject_rank` puts +Inf into its gradient at step `inject_step`
-  // (1-based; 0: never), to exercise the dynamic loss scaler's skip.
+  // (1-based; 0: never), to exercise the dynamic loss scaler's skip and the non-finite stop.
   long long inject_step = 0;
   int inject_rank = 0;
 };
@@ -68,7 +77,8 @@ struct TrainSpec {
 using StepCallback = std::function<void(long long step, double loss)>;
 
 // Collective over the mesh, whose axes are named from {data, model} (a missing axis has size 1).
-// Throws InputError for a combination of types it does not support (params narrower than
+// A non-finite loss or gradient without dynamic loss scaling ends the run on every rank at that
+// step, before its update (TrainResult::stopped). Throws InputError for a combination of types it does not support (params narrower than
 // compute, 16-bit params).
 TrainResult train(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step = {});
 

@@ -1,0 +1,44 @@
+// Checks made after the mesh exists and before a mode allocates or computes anything
+// (docs/reliability.md): the memory a training run needs against what the node has, and that
+// the report can be written.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <string>
+
+#include "kpmap/config/config.hpp"
+#include "kpmap/mesh/mesh.hpp"
+#include "kpmap/train/memory.hpp"
+
+namespace kpmap {
+
+// The memory of this rank's node that this rank may use: MemAvailable of /proc/meminfo divided
+// by the ranks of `comm` that share the node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)).
+struct NodeMemory {
+  bool known = false;         // false: no /proc/meminfo, or a GPU memory space (not checked)
+  std::size_t available = 0;  // MemAvailable, bytes
+  int ranks_on_node = 1;
+  std::size_t per_rank() const { return available / static_cast<std::size_t>(ranks_on_node); }
+};
+
+// Collective over comm.
+NodeMemory node_memory(MPI_Comm comm);
+
+// "1.50 GiB", "512 B": binary units with three significant digits.
+std::string human_bytes(double bytes);
+
+// Throws InputError (exit 2) when `need` exceeds node.per_rank(): how much is needed, by
+// category, and available, and which keys to change. Not collective.
+void check_memory(const MemoryEstimate& need, const NodeMemory& node, const Config& config, int rank);
+
+// Throws InputError unless `path` can be written: its directory exists and a file can be created
+// in it (a probe file, removed at once), and an existing `path` is a writable file. Not collective.
+void check_report_path(const std::string& path);
+
+// Every check above that applies to the deck's mode; collective over the mesh (node_memory).
+// Returns the exit code (0: fine) and the message for agree_on_exit.
+int check_before_run(const Config& config, const Mesh& mesh, std::string& message);
+
+}  // namespace kpmap

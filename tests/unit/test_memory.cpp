@@ -1,0 +1,134 @@
+// The memory estimate (train/memory.hpp) against two independent counts: the bytes of every
+// allocation counted by hand for small decks, and the bytes the trainer really holds while it
+// steps, counted by Kokkos' allocation callbacks (Kokkos Tools).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "kpmap/app/preflight.hpp"
+#include "kpmap/train/memory.hpp"
+
+namespace {
+
+using kpmap::CommStrategy;
+using kpmap::Dtype;
+using kpmap::MemoryEstimate;
+using kpmap::Mesh;
+using kpmap::TrainSpec;
+
+TrainSpec small(Dtype compute, Dtype params, Dtype comm, const char* optimizer, CommStrategy strategy) {
+  TrainSpec s;
+  s.problem = {/*samples*/ 100, /*features*/ 10, /*bias*/ true, /*noise*/ 0.0, /*seed*/ 1};
+  s.batch = 20;  // 5 batches of 20 rows: every row is held
+  s.steps = 3;
+  s.optimizer.name = optimizer;
+  s.compute = compute;
+  s.params = params;
+  s.comm = comm;
+  s.comm_spec.strategy = strategy;
+  return s;
+}
+
+Mesh one_rank() { return Mesh(MPI_COMM_SELF, {{"data", 1}}); }
+
+// fp32 everywhere, SGD, allreduce: X and y 100 x (10 + 1) x 4; the 11 parameters are the master
+// weights; the statistics (11 + 2 slots) hold the gradient in place; the model's sums 10 + 2.
+TEST(MemoryEstimate, CountedByHandFp32Sgd) {
+  const MemoryEstimate e = kpmap::estimate_memory(
+      small(Dtype::fp32, Dtype::fp32, Dtype::fp32, "sgd", CommStrategy::allreduce), one_rank());
+  EXPECT_EQ(e.data, 100u * 11 * 4);
+  EXPECT_EQ(e.parameters, 11u * 4);
+  EXPECT_EQ(e.gradients, 13u * 4 + 12 * 4);
+  EXPECT_EQ(e.optimizer, 0u);
+  EXPECT_EQ(e.total(), 4400u + 44 + 100);
+}
+
+// bf16 data, fp32 master weights, a bf16 wire, Adam, reduce_scatter on one rank (shard = all 11):
+// data 100 x 11 x 2; master 11 x 4 plus the gathered bf16 copy and the outgoing bf16 shard
+// (11 x 2 each); statistics 13 x 4, the mean gradient 11 x 4, the wire 13 x 2, the sums 12 x 4;
+// Adam's two moments 2 x 11 x 4.
+TEST(MemoryEstimate, CountedByHandBf16AdamReduceScatter) {
+  const MemoryEstimate e = kpmap::estimate_memory(
+      small(Dtype::bf16, Dtype::fp32, Dtype::bf16, "adam", CommStrategy::reduce_scatter), one_rank());
+  EXPECT_EQ(e.data, 100u * 11 * 2);
+  EXPECT_EQ(e.parameters, 11u * 4 + 11 * 2 + 11 * 2);
+  EXPECT_EQ(e.gradients, 13u * 4 + 11 * 4 + 13 * 2 + 12 * 4);
+  EXPECT_EQ(e.optimizer, 2u * 11 * 4);
+}
+
+// ---- the trainer's real allocations, through Kokkos' allocation callbacks ----
+
+std::map<const void*, std::uint64_t> live;  // kpmap's allocations alive now
+std::uint64_t live_bytes = 0, peak_bytes = 0;
+
+// The Views the trainer holds while it steps; the result's gathering after the last step
+// (kpmap::train::all_master, kpmap::train::weights) comes after the estimate's working set.
+bool counted(const char* label) {
+  const std::string l(label);
+  return l.rfind("kpmap::", 0) == 0 && l != "kpmap::train::all_master" && l != "kpmap::train::weights";
+}
+
+void on_allocate(Kokkos_Profiling_SpaceHandle, const char* label, const void* ptr, std::uint64_t size) {
+  if (!counted(label)) return;
+  live[ptr] = size;
+  live_bytes += size;
+  if (live_bytes > peak_bytes) peak_bytes = live_bytes;
+}
+
+void on_deallocate(Kokkos_Profiling_SpaceHandle, const char*, const void* ptr, std::uint64_t) {
+  const auto it = live.find(ptr);
+  if (it == live.end()) return;
+  live_bytes -= it->second;
+  live.erase(it);
+}
+
+// The estimate is the peak of what the trainer allocates, to within the step's few scalar host
+// buffers (flag, exponent, bound: under 32 bytes, left out of the estimate), for every optimizer,
+// strategy, type mix and kernel.
+TEST(MemoryEstimate, CoversTheTrainersAllocations) {
+  Kokkos::Tools::Experimental::set_allocate_data_callback(on_allocate);
+  Kokkos::Tools::Experimental::set_deallocate_data_callback(on_deallocate);
+  struct Case {
+    Dtype compute, params, comm;
+    const char* optimizer;
+    CommStrategy strategy;
+    kpmap::GradientKernel kernel;
+    bool overlap;
+  };
+  using K = kpmap::GradientKernel;
+  for (const Case& c :
+       {Case{Dtype::fp32, Dtype::fp32, Dtype::fp32, "sgd", CommStrategy::allreduce, K::fused, false},
+        Case{Dtype::fp64, Dtype::fp64, Dtype::fp64, "momentum", CommStrategy::allreduce, K::kokkos_kernels,
+             false},
+        Case{Dtype::fp32, Dtype::fp64, Dtype::fp32, "adam", CommStrategy::reduce_scatter, K::fused, true},
+        Case{Dtype::bf16, Dtype::fp32, Dtype::bf16, "adam", CommStrategy::reduce_scatter, K::fused, false},
+        Case{Dtype::fp16, Dtype::fp32, Dtype::fp16, "momentum", CommStrategy::allreduce, K::kokkos_kernels,
+             false}}) {
+    TrainSpec spec = small(c.compute, c.params, c.comm, c.optimizer, c.strategy);
+    spec.kernel = c.kernel;
+    spec.comm_spec.overlap = c.overlap;
+    const std::string what = to_string(c.compute) + "/" + to_string(c.params) + "/" + to_string(c.comm) +
+                             " " + c.optimizer + (c.overlap ? " overlap" : "");
+    const Mesh mesh = one_rank();
+    const MemoryEstimate e = kpmap::estimate_memory(spec, mesh);
+    live.clear();
+    live_bytes = peak_bytes = 0;
+    kpmap::train(spec, mesh);
+    EXPECT_LE(peak_bytes, e.total() + 64) << what;
+    EXPECT_LE(e.total(), peak_bytes + 64) << what;
+  }
+  Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
+  Kokkos::Tools::Experimental::set_deallocate_data_callback(nullptr);
+}
+
+TEST(MemoryEstimate, HumanBytes) {
+  EXPECT_EQ(kpmap::human_bytes(512), "512 B");
+  EXPECT_EQ(kpmap::human_bytes(1536), "1.50 KiB");
+  EXPECT_EQ(kpmap::human_bytes(3.0 * (1ull << 40)), "3.00 TiB");
+  EXPECT_EQ(kpmap::human_bytes(150.0 * (1 << 20)), "150 MiB");
+}
+
+}  // namespace
