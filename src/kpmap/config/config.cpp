@@ -34,7 +34,7 @@ Mode parse_mode(Section& deck) {
 // The trainer knows two axes: rows of X over `data`, columns over `model`.
 void check_train_axis_names(const Section& axes) {
   for (const auto& kv : axes.node()) {
-    const std::string name = kv.first.as<std::string>();
+    const std::string name = kv.first.Scalar();
     if (std::find(train_axes.begin(), train_axes.end(), name) != train_axes.end()) continue;
     const std::string hint = config::closest(name, train_axes);
     axes.fail(name, "axis '" + name +
@@ -50,7 +50,7 @@ MeshConfig parse_mesh(Section& mesh, Section& axes, Mode mode, int ranks) {
     out.axes = {{"data", -1}};
   } else {
     for (const auto& kv : axes.node()) {
-      const std::string name = kv.first.as<std::string>();
+      const std::string name = kv.first.Scalar();
       out.axes.push_back({name, static_cast<int>(axes.integer(name, 0, -1, 1 << 20))});
     }
   }
@@ -133,9 +133,7 @@ nlohmann::ordered_json resolve(const Config& c, const SectionsRead& read) {
   return r;
 }
 
-}  // namespace
-
-Config load_config(const std::string& deck_path, const std::vector<std::string>& overrides, int ranks) {
+Config parse_config(const std::string& deck_path, const std::vector<std::string>& overrides, int ranks) {
   Section deck(config::load_deck(deck_path, overrides), "", deck_path);
   Config c;
   c.deck = deck_path;
@@ -175,6 +173,19 @@ Config load_config(const std::string& deck_path, const std::vector<std::string>&
   if (read.precision && read.comm) check_reproducible(c, comm);
   c.resolved = resolve(c, read);
   return c;
+}
+
+}  // namespace
+
+Config load_config(const std::string& deck_path, const std::vector<std::string>& overrides, int ranks) {
+  try {
+    return parse_config(deck_path, overrides, ranks);
+  } catch (const YAML::Exception& e) {
+    // A yaml-cpp conversion the checks above did not anticipate: still the deck's fault.
+    throw InputError(deck_path + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1) + ":" +
+                                                             std::to_string(e.mark.column + 1)) +
+                     ": " + e.msg);
+  }
 }
 
 }  // namespace kpmap

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kpmap/core/types.hpp"
+#include "kpmap/core/dtype.hpp"
 #include "kpmap/mesh/mesh.hpp"
 
 namespace kpmap {

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
 #include <sstream>
 
 namespace kpmap::config {
@@ -12,6 +15,35 @@ namespace {
 std::string mark_text(const std::string& file, const YAML::Mark& mark) {
   if (mark.is_null()) return file;  // a default, or a value given with --set
   return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// The offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF), or npos. YAML text is Unicode, and the deck is
+// echoed into JSON reports, which must be valid UTF-8.
+size_t first_invalid_utf8(const std::string& text) {
+  const auto* b = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = b[i];
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c < 0x80) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else return i;
+    if (len > 1 && (i + 1 >= n || b[i + 1] < lo || b[i + 1] > hi)) return i;
+    for (size_t k = 2; k < len; ++k) {
+      if (i + k >= n || b[i + k] < 0x80 || b[i + k] > 0xBF) return i;
+    }
+    i += len;
+  }
+  return std::string::npos;
+}
+
+std::string byte_hex(unsigned char c) {
+  const char* digits = "0123456789abcdef";
+  return std::string("0x") + digits[c >> 4] + digits[c & 15];
 }
 
 std::vector<std::string> split_path(const std::string& path) {
@@ -35,6 +67,11 @@ YAML::Node without_marks(const YAML::Node& n) {
 }
 
 void apply_override(YAML::Node root, const std::string& assignment) {
+  if (const size_t bad = first_invalid_utf8(assignment); bad != std::string::npos) {
+    throw InputError("--set: byte " + std::to_string(bad + 1) + " (" +
+                     byte_hex(static_cast<unsigned char>(assignment[bad])) +
+                     ") is not valid UTF-8 (allowed: UTF-8 text)");
+  }
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw InputError("--set " + assignment + ": expected key.path=value");
@@ -121,11 +158,19 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
 }
 
 YAML::Node load_deck(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open the deck (no such file, or not readable)");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (const size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
+    const size_t line_start = text.rfind('\n', bad) == std::string::npos ? 0 : text.rfind('\n', bad) + 1;
+    const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n') + 1;
+    throw InputError(path + ":" + std::to_string(line) + ":" + std::to_string(bad - line_start + 1) +
+                     ": byte " + byte_hex(static_cast<unsigned char>(text[bad])) +
+                     " is not valid UTF-8 (allowed: a UTF-8 text file)");
+  }
   YAML::Node root;
   try {
-    root = YAML::Load(in);
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw InputError(mark_text(path, e.mark) + ": malformed YAML: " + e.msg);
   }
@@ -136,7 +181,22 @@ YAML::Node load_deck(const std::string& path, const std::vector<std::string>& ov
 }
 
 Section::Section(YAML::Node node, std::string path, std::string file)
-    : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)) {}
+    : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)) {
+  if (!node_.IsMap()) return;
+  // Every key is a plain name, once: yaml-cpp keeps a repeated key's first value only, which would
+  // silently ignore what the user wrote last.
+  std::map<std::string, YAML::Mark> seen;
+  for (const auto& kv : node_) {
+    if (!kv.first.IsScalar()) {
+      fail_at(kv.first, "", "a key must be a plain name, got '" + flow(kv.first) + "'");
+    }
+    const auto [first, fresh] = seen.emplace(kv.first.Scalar(), kv.first.Mark());
+    if (!fresh) {
+      fail_at(kv.first, kv.first.Scalar(),
+              "duplicate key (first given at " + mark_text(file_, first->second) + "; allowed: once)");
+    }
+  }
+}
 
 std::string Section::key_path(const std::string& key) const {
   if (key.empty()) return path_.empty() ? "(deck)" : path_;
@@ -203,6 +263,9 @@ long long Section::integer(const std::string& key, long long fallback, long long
   size_t used = 0;
   try {
     value = std::stoll(text, &used);
+  } catch (const std::out_of_range&) {
+    fail(key, text + " is out of range (allowed: a 64-bit integer, at most " +
+                  std::to_string(std::numeric_limits<long long>::max()) + ")");
   } catch (const std::exception&) {
     used = 0;
   }
@@ -253,7 +316,7 @@ void Section::finish() const {
   if (!node_.IsMap()) return;
   std::vector<std::string> known(read_.begin(), read_.end());
   for (const auto& kv : node_) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = kv.first.Scalar();
     if (read_.count(key)) continue;
     const std::string hint = closest(key, known);
     throw InputError(mark_text(file_, kv.first.Mark()) + ": " + key_path(key) + ": unknown key" +

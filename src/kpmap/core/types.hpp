@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kpmap/config.hpp"
+#include "kpmap/core/dtype.hpp"
 
 namespace kpmap {
 
@@ -31,14 +32,6 @@ template <class T>
 using View2 = Kokkos::View<T**, device_type>;
 template <class T>
 using View3 = Kokkos::View<T***, device_type>;
-
-// Element types of storage, compute and communication. bf16 and fp16 are kpmap's own 16-bit
-// types (core/half.hpp).
-enum class Dtype { fp64, fp32, bf16, fp16 };
-
-inline constexpr std::size_t size_of(Dtype d) { return d == Dtype::fp64 ? 8 : d == Dtype::fp32 ? 4 : 2; }
-// "fp64", "fp32", "bf16", "fp16": the names decks and reports use.
-std::string to_string(Dtype dtype);
 
 // Whether host code (MPI, in particular) may dereference a View of this memory space.
 template <class MemorySpace>

@@ -8,16 +8,6 @@
 
 namespace kpmap {
 
-std::string to_string(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::fp64: return "fp64";
-    case Dtype::fp32: return "fp32";
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp16: return "fp16";
-  }
-  return "?";
-}
-
 std::string version() { return KPMAP_VERSION_STRING; }
 
 std::string kokkos_version() {
