@@ -41,6 +41,27 @@ void inject_nonfinite_from_environment(TrainSpec& spec) {
   spec.inject_rank = rank;
 }
 
+// KPMAP_TEST_FAULT=WHERE:STEP:RANK (test only; documented in docs/reliability.md): mesh rank RANK
+// raises an exception at step STEP, inside the step (WHERE = step) or from a collective it calls
+// wrongly (WHERE = collective), while the other ranks go on.
+void fault_from_environment(TrainSpec& spec) {
+  const char* text = std::getenv("KPMAP_TEST_FAULT");
+  if (text == nullptr || *text == '\0') return;
+  char where[16] = {0};
+  long long step = 0;
+  int rank = 0;
+  char tail = 0;
+  const int fields = std::sscanf(text, "%15[a-z]:%lld:%d%c", where, &step, &rank, &tail);
+  const std::string kind(where);
+  if (fields != 3 || step < 1 || rank < 0 || (kind != "step" && kind != "collective")) {
+    throw InputError(std::string("KPMAP_TEST_FAULT: '") + text +
+                     "' is not WHERE:STEP:RANK (allowed: WHERE step or collective, a step >= 1 and a rank >= 0, e.g. step:5:1)");
+  }
+  spec.fault = kind == "step" ? TrainSpec::Fault::step : TrainSpec::Fault::collective;
+  spec.fault_step = step;
+  spec.fault_rank = rank;
+}
+
 }  // namespace
 
 TrainSpec train_spec(const Config& config) {
@@ -72,6 +93,7 @@ TrainSpec train_spec(const Config& config) {
   spec.loss_scale.growth_factor = precision.scaler.growth_factor;
   spec.loss_scale.backoff_factor = precision.scaler.backoff_factor;
   inject_nonfinite_from_environment(spec);
+  fault_from_environment(spec);
   return spec;
 }
 

@@ -204,6 +204,7 @@ class StepComm {
 
   int data_size() const { return data_size_; }
   int model_size() const { return model_size_; }
+  const Mesh& mesh() const { return mesh_; }
   int data_index() const { return data_size_ > 1 ? mesh_.axis_index("data") : 0; }
   int model_index() const { return model_size_ > 1 ? mesh_.axis_index("model") : 0; }
   bool sharded() const { return spec_.strategy == CommStrategy::reduce_scatter; }

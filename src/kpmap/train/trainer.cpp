@@ -195,6 +195,17 @@ void refresh_params(RunState<S, M, Layout>& s, Comm& comm, const execution_space
   if (comm.sharded()) comm.gather_params(exec, s.outgoing, s.gathered);
 }
 
+// Test only (TrainSpec::fault): an exception on this rank alone, the others being on their way
+// into the step's collectives.
+void raise_fault(TrainSpec::Fault fault, const Mesh& mesh, long long step, int rank) {
+  const std::string where = "step " + std::to_string(step) + ", rank " + std::to_string(rank);
+  if (fault == TrainSpec::Fault::step) throw RuntimeError("test fault: an exception inside " + where);
+  // A collective called with Views of different shapes: its shape check throws on this rank
+  // before anything is sent.
+  const View1<double> in("fault_in", 1), out("fault_out", 2);
+  psum(mesh, AxisNames(mesh.axes().front().name), in, out);
+}
+
 // One step: the global batch's loss before the update, the scale it used, whether it was skipped.
 // A non-finite loss or gradient skips the update under dynamic loss scaling, and otherwise stops
 // the run (stop.step set, no update, the step not counted).
@@ -203,6 +214,7 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
                   const TrainSpec& spec, int rank, Timers& timers, TrainStop& stop) {
   using Acc = accumulation_t<S>;
   const execution_space exec;
+  if (s.step + 1 == spec.fault_step && rank == spec.fault_rank) raise_fault(spec.fault, comm.mesh(), s.step + 1, rank);
   Kokkos::deep_copy(exec, s.stats, Acc(0));
   const bool overlap = spec.comm_spec.overlap;
   const double loss_sum = local_sums(s, model, comm, spec.accumulation, overlap, timers);

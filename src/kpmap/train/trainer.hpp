@@ -71,6 +71,13 @@ struct TrainSpec {
   // (1-based; 0: never), to exercise the dynamic loss scaler's skip and the non-finite stop.
   long long inject_step = 0;
   int inject_rank = 0;
+  // Test only: mesh rank `fault_rank` raises an exception at step `fault_step` (1-based; 0: never)
+  // while the other ranks go on into the step's collectives: in the step itself, or from a
+  // collective it calls wrongly (psum's shape check).
+  enum class Fault { step, collective };
+  Fault fault = Fault::step;
+  long long fault_step = 0;
+  int fault_rank = 0;
 };
 
 // Called on every rank after every step, with the 1-based step and its loss.
