@@ -11,7 +11,7 @@ set -euo pipefail
 say() { printf '[kpmap setup] %s\n' "$*" >&2; }
 
 DEB_PACKAGES=(cmake make g++ pkg-config mpich libmpich-dev libyaml-cpp-dev libgtest-dev
-  nlohmann-json3-dev libcli11-dev libbenchmark-dev libopenblas-dev dpkg-dev python3)
+  nlohmann-json3-dev libcli11-dev libbenchmark-dev libopenblas-dev dpkg-dev python3 iproute2)
 
 KOKKOS_VERSION=3.4.01
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/kpmap"
