@@ -18,10 +18,12 @@ class Kpmap(CMakePackage, CudaPackage, ROCmPackage):
     git = os.environ.get("KPMAP_GIT", "file://" + _checkout)
 
     version("main", branch="main")
+    # No release tags yet: 0.1.0 is a commit whose CMakeLists.txt says project(kpmap VERSION 0.1.0).
     version("0.1.0", commit="3e17426f6c5b994bc2526cacec92793501f297d7")
 
-    variant("openmp", default=True, description="Run kpmap's kernels on Kokkos' OpenMP backend")
-    variant("serial", default=False, description="Run kpmap's kernels on Kokkos' Serial backend")
+    # kpmap's kernels run on the first of cuda, rocm, openmp, serial that is on.
+    variant("openmp", default=True, description="Kokkos' OpenMP backend (kpmap's kernels without a GPU)")
+    variant("serial", default=False, description="Kokkos' Serial backend (kpmap's kernels with ~openmp)")
     variant(
         "gpu_aware_mpi",
         default=False,
