@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "kpmap/app/fit_mode.hpp"
 #include "kpmap/app/run.hpp"
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/version.hpp"
@@ -13,8 +14,13 @@
 
 namespace {
 
+// kpmap fit-comm-model REPORT -o MODEL
+struct FitOptions {
+  std::string report, output;
+};
+
 // Parses the command line identically on every rank; only rank 0 prints. Returns -1 to go on.
-int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& options) {
+int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& options, FitOptions& fit_options) {
   CLI::App app{"kpmap: JAX-style named-axis collectives on Kokkos Views over MPI, and a\n"
                "data- and model-parallel linear-regression trainer driven by YAML decks.",
                "kpmap"};
@@ -29,6 +35,11 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
       ->type_name("KEY=VALUE");
   app.add_option("--output", output, "Where to write the JSON report (overrides output.report)")
       ->type_name("FILE");
+  CLI::App* fit = app.add_subcommand("fit-comm-model",
+                                     "Fit the alpha-beta communication model (per collective, axis and type) of a "
+                                     "mode bench report and write it for comm.model (docs/bench.md)");
+  fit->add_option("report", fit_options.report, "The JSON report of a mode bench run")->required();
+  fit->add_option("-o,--output", fit_options.output, "Where to write the model (JSON)")->required()->type_name("FILE");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -45,6 +56,7 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
     if (rank == 0) std::cout << kpmap::version_report() << std::flush;
     return kpmap::exit_success;
   }
+  if (fit->parsed()) return -1;
   if (options.deck.empty()) {
     if (rank == 0) std::cerr << "kpmap: error: no deck given\n" << app.help() << std::flush;
     return kpmap::exit_bad_input;
@@ -69,8 +81,13 @@ int main(int argc, char** argv) {
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
     kpmap::RunOptions options;
-    code = parse_command_line(argc, argv, rank, options);
-    if (code < 0) code = kpmap::run(options, MPI_COMM_WORLD);
+    FitOptions fit;
+    code = parse_command_line(argc, argv, rank, options, fit);
+    if (code < 0 && !fit.report.empty()) {
+      code = kpmap::run_fit_comm_model(fit.report, fit.output, MPI_COMM_WORLD);
+    } else if (code < 0) {
+      code = kpmap::run(options, MPI_COMM_WORLD);
+    }
   }
   return code;
 }

@@ -221,8 +221,9 @@ class StepComm {
   template <class V>
   void sum_partial_products(const V& z) {
     if (model_size_ == 1) return;
+    using T = typename V::non_const_value_type;
     psum(mesh_, "model", z, z);
-    count(z.extent(0) * sizeof(typename V::non_const_value_type));
+    count(z.extent(0) * sizeof(T), {"psum", "model", dtype_v<T>}, z.extent(0) * sizeof(T));
   }
 
   // Bucket k's slots of stats are final: cast them and start their reduction over `data`.
@@ -256,7 +257,7 @@ class StepComm {
     }
     exec.fence();
     all_gather(mesh_, "data", shard, gathered, 0, true);
-    count(shard.extent(0) * sizeof(S));
+    count(shard.extent(0) * sizeof(S), {"all_gather", "data", dtype_v<S>}, gathered.extent(0) * sizeof(S));
   }
 
   // True on every rank when no rank's reduced statistics (the wire of the last finish) hold an
@@ -265,7 +266,7 @@ class StepComm {
     flag_(0) = locally_finite ? 0 : 1;
     if (mesh_.size() > 1) {
       psum(mesh_, AxisNames(all_axes_), flag_, flag_);
-      count(sizeof(int));
+      count(sizeof(float), {"psum", AxisNames(all_axes_).str(), Dtype::fp32}, sizeof(float));
     }
     return flag_(0) == 0;
   }
@@ -287,7 +288,7 @@ class StepComm {
   void sum_exact(const View1<double>& acc) {
     if (data_size_ == 1) return;
     psum(mesh_, "data", acc, acc);
-    count(acc.extent(0) * sizeof(double));
+    count(acc.extent(0) * sizeof(double), {"psum", "data", Dtype::fp64}, acc.extent(0) * sizeof(double));
   }
 
   // The largest of every model rank's `local` (the bound of a reproducible grid).
@@ -295,7 +296,7 @@ class StepComm {
     bound_(0) = local;
     if (model_size_ > 1) {
       pmax(mesh_, "model", bound_, bound_);
-      count(sizeof(double));
+      count(sizeof(double), {"pmax", "model", Dtype::fp64}, sizeof(double));
     }
     return bound_(0);
   }
@@ -317,6 +318,12 @@ class StepComm {
   // counted).
   std::size_t take_bytes() { return std::exchange(bytes_, 0); }
   long long take_calls() { return std::exchange(calls_, 0); }
+  // The calls since the last take by key and size, as calls per step over `steps` steps.
+  std::vector<StepCollective> take_collectives(long long steps) {
+    std::vector<StepCollective> log = std::exchange(log_, {});
+    for (auto& c : log) c.calls_per_step /= static_cast<double>(steps);
+    return log;
+  }
 
  private:
   Dtype active_wire() const { return cast_ ? wire_ : dtype_v<Acc>; }
@@ -340,9 +347,19 @@ class StepComm {
     return w.recv.extent(0) > 0 ? w.recv : w.send;
   }
 
-  void count(std::size_t bytes) {
+  // One collective call: `bytes` handed over, and its key and size in the bench's convention.
+  void count(std::size_t bytes, CollectiveKey key, std::size_t size) {
     bytes_ += bytes;
     ++calls_;
+    const auto same = [&](const StepCollective& c) {
+      return c.key == key && c.bytes == static_cast<std::int64_t>(size);
+    };
+    const auto it = std::find_if(log_.begin(), log_.end(), same);
+    if (it != log_.end()) {
+      it->calls_per_step += 1;
+    } else {
+      log_.push_back({std::move(key), static_cast<std::int64_t>(size), 1.0});
+    }
   }
 
   template <class C>
@@ -378,7 +395,8 @@ class StepComm {
     } else {
       psum(mesh_, "data", send, send);
     }
-    count(send.extent(0) * sizeof(C));
+    count(send.extent(0) * sizeof(C), {sharded() ? "psum_scatter" : "psum", "data", dtype_v<C>},
+          send.extent(0) * sizeof(C));
   }
 
   template <class M, class C>
@@ -421,10 +439,12 @@ class StepComm {
   step_comm_detail::Wire<float> wire32_;
   step_comm_detail::Wire<bf16> wire_bf16_;
   step_comm_detail::Wire<fp16> wire_fp16_;
-  Kokkos::View<int*, Kokkos::HostSpace> flag_, exponent_;
+  Kokkos::View<float*, Kokkos::HostSpace> flag_;  // a float, so that the bench can time its psum
+  Kokkos::View<int*, Kokkos::HostSpace> exponent_;
   Kokkos::View<double*, Kokkos::HostSpace> bound_;
   std::size_t bytes_ = 0;
   long long calls_ = 0;
+  std::vector<StepCollective> log_;
   std::vector<Request> requests_;  // buckets in flight (overlap)
 };
 

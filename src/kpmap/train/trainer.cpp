@@ -412,6 +412,7 @@ TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const TrainSpec& spec, 
   const double start = MPI_Wtime();
   std::size_t bytes = 0;
   long long calls = 0;
+  comm.take_collectives(1);  // only the steps' calls
   while (s.step < spec.steps) {
     const HistoryEntry entry = one_step();
     bytes += comm.take_bytes();
@@ -420,6 +421,7 @@ TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const TrainSpec& spec, 
     if (on_step) on_step(entry.step, entry.loss);
   }
   r.timers.add(Phase::total, MPI_Wtime() - start);
+  r.collectives = comm.take_collectives(spec.steps);
   r.final_loss = r.history.back().loss;
   r.comm_bytes_per_step = bytes / static_cast<std::size_t>(spec.steps);
   r.comm_calls_per_step = static_cast<double>(calls) / static_cast<double>(spec.steps);
@@ -489,6 +491,39 @@ TrainResult run_with_params(const TrainSpec& spec, const Mesh& mesh, const StepC
 }
 
 }  // namespace
+
+std::vector<CollectiveKey> step_collective_keys(const TrainSpec& spec, const std::vector<MeshAxis>& axes) {
+  int data = 1, model = 1, ranks = 1;
+  std::vector<std::string> names;
+  for (const auto& a : axes) {
+    if (a.name == "data") data = a.size;
+    if (a.name == "model") model = a.size;
+    ranks *= a.size;
+    names.push_back(a.name);
+  }
+  // As StepComm makes them: Acc is the kernels' sum type, the wire precision.comm when the
+  // statistics are cast (another type, or a loss scale), the all_gather's the compute type.
+  const Dtype acc = spec.compute == Dtype::fp64 ? Dtype::fp64 : Dtype::fp32;
+  const bool scaled = spec.loss_scale.kind != LossScaleSpec::Kind::none;
+  const Dtype wire = spec.reproducible ? Dtype::fp64 : scaled || spec.comm != acc ? spec.comm : acc;
+  std::vector<CollectiveKey> keys;
+  if (model > 1) {
+    keys.push_back({"psum", "model", spec.reproducible ? Dtype::fp64 : acc});
+    if (spec.reproducible) keys.push_back({"pmax", "model", Dtype::fp64});
+  }
+  if (data > 1) {
+    if (spec.comm_spec.strategy == CommStrategy::reduce_scatter && !spec.reproducible) {
+      keys.push_back({"psum_scatter", "data", wire});
+      keys.push_back({"all_gather", "data", spec.compute});
+    } else {
+      keys.push_back({"psum", "data", wire});
+    }
+  }
+  if (spec.loss_scale.kind == LossScaleSpec::Kind::dynamic && ranks > 1) {
+    keys.push_back({"psum", AxisNames(names).str(), Dtype::fp32});
+  }
+  return keys;
+}
 
 TrainResult train(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
   switch (spec.compute) {
