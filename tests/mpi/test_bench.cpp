@@ -236,7 +236,9 @@ TEST(BenchSweep, BaselineColumnsAndCsv) {
     EXPECT_NEAR(row.baseline_busbw_gbs, row.bytes / 1e9 / (row.baseline_time_us * 1e-6) * factor,
                 1e-12 * row.baseline_busbw_gbs)
         << what;
-    if (row.ranks > 1) EXPECT_GT(row.baseline_busbw_gbs, 0.0) << what;
+    if (row.ranks > 1) {
+      EXPECT_GT(row.baseline_busbw_gbs, 0.0) << what;
+    }
     EXPECT_DOUBLE_EQ(kpmap::overhead(row), row.time_us / row.baseline_time_us - 1.0) << what;
   }
   const kpmap::Json json = kpmap::bench_json(rows, true);

@@ -92,8 +92,8 @@ namespace {
 // with F = 12 features over M model ranks and a global batch of 64 over D data ranks, in
 // accumulation 2: per micro-batch one psum over model of its 32 / D rows (fp64 partial
 // products), per step one psum over data of the F / M + 1 gradient sums, the loss and the count.
-// The keys are step_collective_keys' (what a comm.model must cover), also for ZeRO, a bf16 wire
-// and a dynamic loss scale.
+// The keys are step_collective_keys', in the same order (what a comm.model must cover), also for
+// ZeRO, a bf16 wire and a dynamic loss scale, and for reproducible sums.
 TEST(Trainer, RecordsTheCollectivesOfAStep) {
   using kpmap::CollectiveKey;
   using kpmap::Dtype;
@@ -126,6 +126,13 @@ TEST(Trainer, RecordsTheCollectivesOfAStep) {
     std::vector<CollectiveKey> made;
     for (const auto& c : kpmap::train(zero, mesh).collectives) made.push_back(c.key);
     EXPECT_EQ(made, kpmap::step_collective_keys(zero, axes)) << "zero, bf16, dynamic " << kpmap::test::name(axes);
+
+    auto exact = kpmap::test::small_spec(Dtype::fp32);
+    exact.steps = 2;
+    exact.reproducible = true;
+    made.clear();
+    for (const auto& c : kpmap::train(exact, mesh).collectives) made.push_back(c.key);
+    EXPECT_EQ(made, kpmap::step_collective_keys(exact, axes)) << "reproducible " << kpmap::test::name(axes);
   }
 }
 

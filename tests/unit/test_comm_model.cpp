@@ -33,9 +33,16 @@ Json synthetic_report(const std::vector<Truth>& groups) {
   Json rows = Json::array();
   for (const auto& g : groups) {
     for (long long s = 8; s <= (2 << 20); s *= 4) {
-      rows.push_back({{"collective", g.collective}, {"dtype", g.dtype}, {"axis", g.axis}, {"ranks", g.ranks},
-                      {"bytes", s}, {"count", s / 4}, {"time_us", (g.alpha + g.beta * static_cast<double>(s)) * 1e6},
-                      {"algbw_gbs", 0.0}, {"busbw_gbs", 0.0}, {"wrong", 0}});
+      rows.push_back({{"collective", g.collective},
+                      {"dtype", g.dtype},
+                      {"axis", g.axis},
+                      {"ranks", g.ranks},
+                      {"bytes", s},
+                      {"count", s / 4},
+                      {"time_us", (g.alpha + g.beta * static_cast<double>(s)) * 1e6},
+                      {"algbw_gbs", 0.0},
+                      {"busbw_gbs", 0.0},
+                      {"wrong", 0}});
     }
   }
   return Json{{"bench", rows}};
@@ -86,13 +93,15 @@ TEST(CommModel, NegativeParametersAreFixedAtZero) {
   const auto flat = kpmap::fit_alpha_beta(x, falling);
   EXPECT_EQ(flat.beta, 0.0);
   EXPECT_GT(flat.alpha, 0.0);
-  for (double d : {0.99, 1.01}) EXPECT_LT(objective(x, falling, flat.alpha, 0), objective(x, falling, flat.alpha * d, 0));
+  for (double d : {0.99, 1.01})
+    EXPECT_LT(objective(x, falling, flat.alpha, 0), objective(x, falling, flat.alpha * d, 0));
   // t = beta (S - 500): a negative intercept, so alpha = 0 and beta the best slope through 0.
   const std::vector<double> xs{1000, 4000, 16000}, ts{0.5e-6, 3.5e-6, 15.5e-6};
   const auto origin = kpmap::fit_alpha_beta(xs, ts);
   EXPECT_EQ(origin.alpha, 0.0);
   EXPECT_GT(origin.beta, 0.0);
-  for (double d : {0.99, 1.01}) EXPECT_LT(objective(xs, ts, 0, origin.beta), objective(xs, ts, 0, origin.beta * d));
+  for (double d : {0.99, 1.01})
+    EXPECT_LT(objective(xs, ts, 0, origin.beta), objective(xs, ts, 0, origin.beta * d));
 }
 
 TEST(CommModel, FitNeedsTwoSizes) {
@@ -103,7 +112,8 @@ TEST(CommModel, FitNeedsTwoSizes) {
     kpmap::fit_comm_model(one, "one.json");
     FAIL() << "a group of one size was fitted";
   } catch (const kpmap::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("one.json: psum over data in fp32: fit: needs at least two distinct message sizes"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "one.json: psum over data in fp32: fit: needs at least two distinct message sizes"),
               std::string::npos)
         << e.what();
   }
@@ -111,9 +121,10 @@ TEST(CommModel, FitNeedsTwoSizes) {
 }
 
 TEST(CommModel, FileRoundTrips) {
-  const CommModel model = kpmap::fit_comm_model(
-      synthetic_report({{"psum", "data", "fp64", 4, 9.5e-6, 1.0 / 3.1e9}, {"pmax", "model", "fp64", 2, 1e-6, 0.0}}),
-      "bench.json");
+  const CommModel model =
+      kpmap::fit_comm_model(synthetic_report({{"psum", "data", "fp64", 4, 9.5e-6, 1.0 / 3.1e9},
+                                              {"pmax", "model", "fp64", 2, 1e-6, 0.0}}),
+                            "bench.json");
   const std::string path = std::string(KPMAP_TEST_TMPDIR) + "/comm_model_roundtrip.json";
   {
     std::ofstream out(path);
@@ -142,7 +153,8 @@ TEST(CommModel, MalformedModelsNameTheField) {
       kpmap::fit_comm_model(synthetic_report({{"psum", "data", "fp32", 2, 1e-6, 1e-9}}), "b.json"));
   Json j = good;
   j["kind"] = "kpmap.report";
-  EXPECT_NE(error_of(j).find("comm.model: m.json: kind: 'kpmap.report' is not allowed"), std::string::npos) << error_of(j);
+  EXPECT_NE(error_of(j).find("comm.model: m.json: kind: 'kpmap.report' is not allowed"), std::string::npos)
+      << error_of(j);
   j = good;
   j["entries"][0].erase("beta_s_per_byte");
   EXPECT_NE(error_of(j).find("entries[0].beta_s_per_byte: missing"), std::string::npos) << error_of(j);
@@ -154,7 +166,8 @@ TEST(CommModel, MalformedModelsNameTheField) {
   EXPECT_NE(error_of(j).find("entries[0].dtype: 'fp8' is not allowed"), std::string::npos) << error_of(j);
   j = good;
   j["entries"].push_back(j["entries"][0]);
-  EXPECT_NE(error_of(j).find("entries[1].collective: 'psum' over 'data' in fp32 is listed twice"), std::string::npos)
+  EXPECT_NE(error_of(j).find("entries[1].collective: 'psum' over 'data' in fp32 is listed twice"),
+            std::string::npos)
       << error_of(j);
   EXPECT_NE(error_of(Json::array()).find("kind: missing"), std::string::npos);
   try {
@@ -188,8 +201,8 @@ TEST(CommModel, StepCollectiveKeys) {
   EXPECT_EQ(keys({{"data", 2}, {"model", 2}}),
             (std::vector<CollectiveKey>{{"psum", "model", Dtype::fp32},
                                         {"psum_scatter", "data", Dtype::bf16},
-                                        {"all_gather", "data", Dtype::bf16},
-                                        {"psum", "(data, model)", Dtype::fp32}}));
+                                        {"psum", "(data, model)", Dtype::fp32},
+                                        {"all_gather", "data", Dtype::bf16}}));
   // fp32 data with an fp32 wire and no scale: the sums travel as they are.
   spec.compute = spec.comm = Dtype::fp32;
   spec.comm_spec.strategy = kpmap::CommStrategy::allreduce;
@@ -197,10 +210,9 @@ TEST(CommModel, StepCollectiveKeys) {
   EXPECT_EQ(keys({{"data", 4}}), (std::vector<CollectiveKey>{{"psum", "data", Dtype::fp32}}));
   // Reproducible sums: exact accumulators in fp64, and the bound of max |w| over model.
   spec.reproducible = true;
-  EXPECT_EQ(keys({{"data", 2}, {"model", 2}}),
-            (std::vector<CollectiveKey>{{"psum", "model", Dtype::fp64},
-                                        {"pmax", "model", Dtype::fp64},
-                                        {"psum", "data", Dtype::fp64}}));
+  EXPECT_EQ(keys({{"data", 2}, {"model", 2}}), (std::vector<CollectiveKey>{{"pmax", "model", Dtype::fp64},
+                                                                           {"psum", "model", Dtype::fp64},
+                                                                           {"psum", "data", Dtype::fp64}}));
 }
 
 }  // namespace

@@ -28,11 +28,12 @@ CommModel fit_file(const std::string& path) {
 void print_table(const CommModel& model, const std::string& output) {
   std::cout << "# kpmap fit-comm-model: " << model.source << " -> " << output
             << "\n# t(S) = alpha + beta S per call, S in bytes (the bench's size)\n"
-            << "#  collective            axis   type  ranks   alpha (us)  1/beta (GB/s)          sizes (B)  max rel error\n";
+            << "#  collective            axis   type  ranks   alpha (us)  1/beta (GB/s)          sizes (B)  "
+               "max rel error\n";
   for (const auto& e : model.entries) {
     char line[256];
-    std::snprintf(line, sizeof line, "%12s  %14s  %5s  %5d  %11.3f  %13.3f  %8lld-%-9lld  %13.3f", e.collective.c_str(),
-                  e.axis.c_str(), to_string(e.dtype).c_str(), e.ranks, e.alpha_s * 1e6,
+    std::snprintf(line, sizeof line, "%12s  %14s  %5s  %5d  %11.3f  %13.3f  %8lld-%-9lld  %13.3f",
+                  e.collective.c_str(), e.axis.c_str(), to_string(e.dtype).c_str(), e.ranks, e.alpha_s * 1e6,
                   e.beta_s_per_byte > 0 ? 1e-9 / e.beta_s_per_byte : 0.0, static_cast<long long>(e.min_bytes),
                   static_cast<long long>(e.max_bytes), e.max_rel_error);
     std::cout << line << '\n';

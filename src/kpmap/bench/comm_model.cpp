@@ -30,15 +30,19 @@ class Fields {
       : object_(object), where_(std::move(where)), prefix_(std::move(prefix)) {}
 
   const Json& at(const std::string& key, bool (Json::*is)() const, const char* expected) const {
-    if (!object_.is_object() || !object_.contains(key)) fail(key, "missing (expected " + std::string(expected) + ")");
+    if (!object_.is_object() || !object_.contains(key))
+      fail(key, "missing (expected " + std::string(expected) + ")");
     const Json& v = object_.at(key);
     if (!(v.*is)()) fail(key, v.dump() + " is not " + expected);
     return v;
   }
-  std::string text(const std::string& key) const { return at(key, &Json::is_string, "a string").get<std::string>(); }
+  std::string text(const std::string& key) const {
+    return at(key, &Json::is_string, "a string").get<std::string>();
+  }
   double number(const std::string& key, double lo) const {
     const double v = at(key, &Json::is_number, "a number").get<double>();
-    if (!std::isfinite(v) || v < lo) fail(key, std::to_string(v) + " is out of range (allowed: finite and >= " + std::to_string(lo) + ")");
+    if (!std::isfinite(v) || v < lo)
+      fail(key, std::to_string(v) + " is out of range (allowed: finite and >= " + std::to_string(lo) + ")");
     return v;
   }
   std::int64_t integer(const std::string& key, std::int64_t lo) const {
@@ -49,7 +53,8 @@ class Fields {
   Dtype dtype(const std::string& key) const {
     const std::string name = text(key);
     Dtype d = Dtype::fp32;
-    if (!parse_dtype(name, d)) fail(key, "'" + name + "' is not allowed (allowed: fp64 | fp32 | bf16 | fp16)");
+    if (!parse_dtype(name, d))
+      fail(key, "'" + name + "' is not allowed (allowed: fp64 | fp32 | bf16 | fp16)");
     return d;
   }
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
@@ -63,7 +68,8 @@ class Fields {
 
 }  // namespace
 
-const CommModelEntry* CommModel::find(const std::string& collective, const std::string& axis, Dtype dtype) const {
+const CommModelEntry* CommModel::find(const std::string& collective, const std::string& axis,
+                                      Dtype dtype) const {
   for (const auto& e : entries) {
     if (e.collective == collective && e.axis == axis && e.dtype == dtype) return &e;
   }
@@ -71,10 +77,13 @@ const CommModelEntry* CommModel::find(const std::string& collective, const std::
 }
 
 AlphaBeta fit_alpha_beta(const std::vector<double>& x, const std::vector<double>& t) {
-  if (x.size() != t.size()) throw InputError("fit: " + std::to_string(x.size()) + " sizes but " + std::to_string(t.size()) + " times");
+  if (x.size() != t.size())
+    throw InputError("fit: " + std::to_string(x.size()) + " sizes but " + std::to_string(t.size()) +
+                     " times");
   double sw = 0, swx = 0, swt = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    if (!(t[i] > 0) || !std::isfinite(t[i])) throw InputError("fit: time " + std::to_string(t[i]) + " is not > 0");
+    if (!(t[i] > 0) || !std::isfinite(t[i]))
+      throw InputError("fit: time " + std::to_string(t[i]) + " is not > 0");
     const double w = 1.0 / (t[i] * t[i]);
     sw += w;
     swx += w * x[i];
@@ -106,8 +115,9 @@ AlphaBeta fit_alpha_beta(const std::vector<double>& x, const std::vector<double>
 
 CommModel fit_comm_model(const Json& report, const std::string& source) {
   if (!report.is_object() || !report.contains("bench") || !report["bench"].is_array()) {
-    throw InputError(source + ": not a bench report (expected a JSON object with a \"bench\" list of rows, as mode "
-                              "bench writes)");
+    throw InputError(source +
+                     ": not a bench report (expected a JSON object with a \"bench\" list of rows, as mode "
+                     "bench writes)");
   }
   struct Group {
     CommModelEntry entry;
@@ -183,7 +193,8 @@ CommModel comm_model_from_json(const Json& json, const std::string& where) {
   if (top.text("kind") != "kpmap.comm_model") {
     top.fail("kind", "'" + json["kind"].get<std::string>() + "' is not allowed (allowed: kpmap.comm_model)");
   }
-  if (top.integer("version", 1) != 1) top.fail("version", json["version"].dump() + " is not allowed (allowed: 1)");
+  if (top.integer("version", 1) != 1)
+    top.fail("version", json["version"].dump() + " is not allowed (allowed: 1)");
   CommModel model;
   model.source = top.text("source");
   const Json& entries = top.at("entries", &Json::is_array, "a list");
@@ -211,7 +222,8 @@ CommModel comm_model_from_json(const Json& json, const std::string& where) {
 
 CommModel read_comm_model(const std::string& path, const std::string& where) {
   std::ifstream in(path);
-  if (!in) throw InputError(where + ": " + path + ": cannot open the model file (no such file, or not readable)");
+  if (!in)
+    throw InputError(where + ": " + path + ": cannot open the model file (no such file, or not readable)");
   Json json;
   try {
     json = Json::parse(in);

@@ -17,13 +17,13 @@ struct CommModelEntry {
   std::string collective;  // the bench's name: psum, all_gather, psum_scatter, ...
   std::string axis;        // AxisNames::str(): "data", "(data, model)"
   Dtype dtype = Dtype::fp32;
-  int ranks = 1;                    // n, the size of the axis it was measured on
-  double alpha_s = 0;               // seconds per call
-  double beta_s_per_byte = 0;       // seconds per byte of S
-  std::int64_t min_bytes = 0;       // the sizes it was fitted over
+  int ranks = 1;               // n, the size of the axis it was measured on
+  double alpha_s = 0;          // seconds per call
+  double beta_s_per_byte = 0;  // seconds per byte of S
+  std::int64_t min_bytes = 0;  // the sizes it was fitted over
   std::int64_t max_bytes = 0;
-  int points = 0;                   // rows fitted
-  double max_rel_error = 0;         // max over those rows of |t(S) - time| / time
+  int points = 0;            // rows fitted
+  double max_rel_error = 0;  // max over those rows of |t(S) - time| / time
 
   double seconds(std::int64_t bytes) const { return alpha_s + beta_s_per_byte * static_cast<double>(bytes); }
 };

@@ -506,22 +506,17 @@ std::vector<CollectiveKey> step_collective_keys(const TrainSpec& spec, const std
   const Dtype acc = spec.compute == Dtype::fp64 ? Dtype::fp64 : Dtype::fp32;
   const bool scaled = spec.loss_scale.kind != LossScaleSpec::Kind::none;
   const Dtype wire = spec.reproducible ? Dtype::fp64 : scaled || spec.comm != acc ? spec.comm : acc;
-  std::vector<CollectiveKey> keys;
+  const bool sharded = spec.comm_spec.strategy == CommStrategy::reduce_scatter && !spec.reproducible;
+  std::vector<CollectiveKey> keys;  // in the order a step first makes them
   if (model > 1) {
+    if (spec.reproducible) keys.push_back({"pmax", "model", Dtype::fp64});  // the bound of max |w|
     keys.push_back({"psum", "model", spec.reproducible ? Dtype::fp64 : acc});
-    if (spec.reproducible) keys.push_back({"pmax", "model", Dtype::fp64});
   }
-  if (data > 1) {
-    if (spec.comm_spec.strategy == CommStrategy::reduce_scatter && !spec.reproducible) {
-      keys.push_back({"psum_scatter", "data", wire});
-      keys.push_back({"all_gather", "data", spec.compute});
-    } else {
-      keys.push_back({"psum", "data", wire});
-    }
-  }
+  if (data > 1) keys.push_back({sharded ? "psum_scatter" : "psum", "data", wire});
   if (spec.loss_scale.kind == LossScaleSpec::Kind::dynamic && ranks > 1) {
     keys.push_back({"psum", AxisNames(names).str(), Dtype::fp32});
   }
+  if (data > 1 && sharded) keys.push_back({"all_gather", "data", spec.compute});
   return keys;
 }
 
