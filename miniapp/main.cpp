@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kpmap/app/fit_mode.hpp"
 #include "kpmap/app/run.hpp"
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/version.hpp"
@@ -15,8 +16,13 @@
 
 namespace {
 
+// kpmap fit-comm-model REPORT -o MODEL
+struct FitOptions {
+  std::string report, output;
+};
+
 // Parses the command line identically on every rank; only rank 0 prints. Returns -1 to go on.
-int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& options) {
+int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& options, FitOptions& fit_options) {
   CLI::App app{"kpmap: JAX-style named-axis collectives on Kokkos Views over MPI, and a\n"
                "data- and model-parallel linear-regression trainer driven by YAML decks.",
                "kpmap"};
@@ -32,6 +38,11 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
   app.add_option("--output", output, "Where to write the JSON report (overrides output.report)")
       ->type_name("FILE");
   app.add_flag("--kokkos-help", "Print Kokkos' own options (--kokkos-threads, device selection, tools) and exit");
+  CLI::App* fit = app.add_subcommand("fit-comm-model",
+                                     "Fit the alpha-beta communication model (per collective, axis and type) of a "
+                                     "mode bench report and write it for comm.model (docs/bench.md)");
+  fit->add_option("report", fit_options.report, "The JSON report of a mode bench run")->required();
+  fit->add_option("-o,--output", fit_options.output, "Where to write the model (JSON)")->required()->type_name("FILE");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -48,6 +59,7 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
     if (rank == 0) std::cout << kpmap::version_report() << std::flush;
     return kpmap::exit_success;
   }
+  if (fit->parsed()) return -1;
   if (options.deck.empty()) {
     if (rank == 0) std::cerr << "kpmap: error: no deck given\n" << app.help() << std::flush;
     return kpmap::exit_bad_input;
@@ -96,8 +108,13 @@ int main(int argc, char** argv) {
     static char help_flag[] = "--help";
     if (help) cli.push_back(help_flag);
     kpmap::RunOptions options;
-    code = parse_command_line(static_cast<int>(cli.size()), cli.data(), rank, options);
-    if (code < 0) code = kpmap::run(options, MPI_COMM_WORLD);
+    FitOptions fit;
+    code = parse_command_line(static_cast<int>(cli.size()), cli.data(), rank, options, fit);
+    if (code < 0 && !fit.report.empty()) {
+      code = kpmap::run_fit_comm_model(fit.report, fit.output, MPI_COMM_WORLD);
+    } else if (code < 0) {
+      code = kpmap::run(options, MPI_COMM_WORLD);
+    }
   }
   return code;
 }

@@ -9,11 +9,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <sstream>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "kpmap/bench/bench.hpp"
 #include "kpmap/bench/check.hpp"
+#include "kpmap/bench/table.hpp"
 #include "kpmap/collectives/collectives.hpp"
 #include "support/world.hpp"
 
@@ -190,6 +193,82 @@ TEST(BenchSweep, EveryRowIsExactWithItsConventions) {
   types.warmup = 0;
   types.iterations = 1;
   expect_rows(axes, types, kpmap::run_sweep(mesh, types));
+}
+
+// The fields of one CSV line; a field in double quotes may hold commas.
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out{""};
+  bool quoted = false;
+  for (char ch : line) {
+    if (ch == '"') {
+      quoted = !quoted;
+    } else if (ch == ',' && !quoted) {
+      out.emplace_back();
+    } else {
+      out.back() += ch;
+    }
+  }
+  return out;
+}
+
+// bench.baseline: mpi adds the plain MPI call's time and busbw (positive, with the row's busbw
+// factor) and the overhead to every row, the JSON and the CSV (one line per row after a header).
+TEST(BenchSweep, BaselineColumnsAndCsv) {
+  const auto axes = test_mesh();
+  const kpmap::Mesh mesh(MPI_COMM_WORLD, axes);
+  kpmap::BenchSpec spec;
+  spec.collectives = {Collective::psum,       Collective::pmax,     Collective::all_gather, Collective::psum_scatter,
+                      Collective::all_to_all, Collective::ppermute, Collective::pbroadcast};
+  spec.dtypes = {Dtype::fp32, Dtype::bf16};
+  spec.axes = {world_size() == 4 ? kpmap::AxisNames{"data", "model"} : kpmap::AxisNames("data")};
+  spec.min_bytes = spec.max_bytes = 64;
+  spec.warmup = 1;
+  spec.iterations = 2;
+  spec.baseline = true;
+  const auto rows = kpmap::run_sweep(mesh, spec);
+  ASSERT_EQ(rows.size(), spec.collectives.size() * spec.dtypes.size());
+  for (const auto& row : rows) {
+    const auto what = kpmap::to_string(row.collective) + " " + kpmap::to_string(row.dtype);
+    EXPECT_EQ(row.wrong, 0) << what;
+    EXPECT_GT(row.time_us, 0.0) << what;
+    EXPECT_GT(row.baseline_time_us, 0.0) << what;
+    const double factor = kpmap::busbw_factor(row.collective, row.ranks);
+    EXPECT_NEAR(row.baseline_busbw_gbs, row.bytes / 1e9 / (row.baseline_time_us * 1e-6) * factor,
+                1e-12 * row.baseline_busbw_gbs)
+        << what;
+    if (row.ranks > 1) {
+      EXPECT_GT(row.baseline_busbw_gbs, 0.0) << what;
+    }
+    EXPECT_DOUBLE_EQ(kpmap::overhead(row), row.time_us / row.baseline_time_us - 1.0) << what;
+  }
+  const kpmap::Json json = kpmap::bench_json(rows, true);
+  ASSERT_EQ(json.size(), rows.size());
+  EXPECT_EQ(json[0]["baseline_time_us"].get<double>(), rows[0].baseline_time_us);
+  EXPECT_EQ(json[0]["overhead"].get<double>(), kpmap::overhead(rows[0]));
+  EXPECT_FALSE(kpmap::bench_json(rows, false)[0].contains("overhead"));
+
+  std::istringstream csv(kpmap::bench_csv(rows, true));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), rows.size() + 1);
+  EXPECT_EQ(lines[0],
+            "collective,dtype,axis,ranks,bytes,count,time_us,algbw_gbs,busbw_gbs,wrong,baseline_time_us,"
+            "baseline_busbw_gbs,overhead");
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto f = csv_fields(lines[r + 1]);
+    ASSERT_EQ(f.size(), 13u) << lines[r + 1];
+    EXPECT_EQ(f[0], kpmap::to_string(rows[r].collective));
+    EXPECT_EQ(f[1], kpmap::to_string(rows[r].dtype));
+    EXPECT_EQ(f[2], rows[r].axis);
+    EXPECT_EQ(std::stoll(f[4]), rows[r].bytes);
+    EXPECT_EQ(std::stod(f[6]), rows[r].time_us);
+    EXPECT_EQ(std::stod(f[10]), rows[r].baseline_time_us);
+    EXPECT_GT(std::stod(f[10]), 0.0);
+  }
+  std::istringstream plain(kpmap::bench_csv(rows, false));
+  std::string header;
+  std::getline(plain, header);
+  EXPECT_EQ(header, "collective,dtype,axis,ranks,bytes,count,time_us,algbw_gbs,busbw_gbs,wrong");
 }
 
 // --- the check --------------------------------------------------------------------------------

@@ -85,3 +85,58 @@ TEST(Trainer, ReportsBytesAndMemoryPerRank) {
 }
 
 }  // namespace
+
+namespace {
+
+// The step's collectives, as the trainer records them, against docs/train.md worked out by hand:
+// with F = 12 features over M model ranks and a global batch of 64 over D data ranks, in
+// accumulation 2: per micro-batch one psum over model of its 32 / D rows (fp64 partial
+// products), per step one psum over data of the F / M + 1 gradient sums, the loss and the count.
+// The keys are step_collective_keys', in the same order (what a comm.model must cover), also for
+// ZeRO, a bf16 wire and a dynamic loss scale, and for reproducible sums.
+TEST(Trainer, RecordsTheCollectivesOfAStep) {
+  using kpmap::CollectiveKey;
+  using kpmap::Dtype;
+  for (const auto& axes : kpmap::test::meshes()) {
+    const kpmap::Mesh mesh(MPI_COMM_WORLD, axes);
+    const int D = axes[0].size, M = axes[1].size;
+    auto spec = kpmap::test::small_spec(Dtype::fp64);
+    spec.steps = 3;
+    spec.accumulation = 2;
+    const auto r = kpmap::train(spec, mesh);
+    std::vector<kpmap::StepCollective> want;
+    if (M > 1) want.push_back({{"psum", "model", Dtype::fp64}, 8 * (32 / D), 2.0});
+    if (D > 1) want.push_back({{"psum", "data", Dtype::fp64}, 8 * (12 / M + 3), 1.0});
+    // With a model axis the ranks hold different reduced sums: the finite check's flag, a float
+    // pmin over the whole mesh, every step.
+    if (M > 1) want.push_back({{"pmin", "(data, model)", Dtype::fp32}, 4, 1.0});
+    ASSERT_EQ(r.collectives.size(), want.size()) << kpmap::test::name(axes);
+    std::vector<CollectiveKey> keys;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(r.collectives[i].key, want[i].key) << kpmap::test::name(axes) << " " << i;
+      EXPECT_EQ(r.collectives[i].bytes, want[i].bytes) << kpmap::test::name(axes) << " " << i;
+      EXPECT_EQ(r.collectives[i].calls_per_step, want[i].calls_per_step) << kpmap::test::name(axes) << " " << i;
+      keys.push_back(r.collectives[i].key);
+    }
+    EXPECT_EQ(keys, kpmap::step_collective_keys(spec, axes)) << kpmap::test::name(axes);
+
+    auto zero = kpmap::test::small_spec(Dtype::bf16);
+    zero.params = Dtype::fp32;
+    zero.steps = 2;
+    zero.comm_spec.strategy = kpmap::CommStrategy::reduce_scatter;
+    zero.loss_scale.kind = kpmap::LossScaleSpec::Kind::dynamic;
+    zero.loss_scale.scale = 1024;
+    std::vector<CollectiveKey> made;
+    for (const auto& c : kpmap::train(zero, mesh).collectives) made.push_back(c.key);
+    EXPECT_EQ(made, kpmap::step_collective_keys(zero, axes)) << "zero, bf16, dynamic " << kpmap::test::name(axes);
+
+    auto exact = kpmap::test::small_spec(Dtype::fp32);
+    exact.steps = 2;
+    exact.reproducible = true;
+    made.clear();
+    for (const auto& c : kpmap::train(exact, mesh).collectives) made.push_back(c.key);
+    EXPECT_EQ(made, kpmap::step_collective_keys(exact, axes)) << "reproducible " << kpmap::test::name(axes);
+  }
+}
+
+}  // namespace

@@ -515,13 +515,16 @@ TEST(ConfigBench, DefaultsAndResolvedEcho) {
   EXPECT_EQ(c.bench.factor, 4);
   EXPECT_EQ(c.bench.iterations, 20);
   EXPECT_EQ(c.bench.warmup, 5);
+  EXPECT_EQ(c.bench.baseline, "none");
+  EXPECT_EQ(c.output.csv, "");
   std::vector<std::string> keys;
   for (const auto& kv : c.resolved.items()) keys.push_back(kv.key());
   EXPECT_EQ(keys, (std::vector<std::string>{"mode", "mesh", "collectives", "bench", "output"}));
   EXPECT_EQ(
       c.resolved["bench"].dump(),
       R"({"collectives":["psum","all_gather","psum_scatter","all_to_all"],"dtypes":["fp32"],)"
-      R"("axes":["data","model"],"min_bytes":8,"max_bytes":1048576,"factor":4,"iterations":20,"warmup":5})");
+      R"("axes":["data","model"],"min_bytes":8,"max_bytes":1048576,"factor":4,"iterations":20,"warmup":5,)"
+      R"("baseline":"none"})");
   // Mode train neither needs nor echoes it.
   EXPECT_FALSE(load(head).resolved.contains("bench"));
 }

@@ -50,7 +50,10 @@ int run(const RunOptions& options, MPI_Comm world) {
     config = load_config(options.deck, options.overrides, ranks);
     // The trainer's spec also reads the environment (a test-only switch): built here once, so a
     // bad value is agreed on like a bad deck.
-    if (config->mode == Mode::train) train_spec(*config);
+    if (config->mode == Mode::train) {
+      train_spec(*config);
+      train_comm_model(*config);  // comm.model: read and checked against the step on every rank
+    }
   } catch (const Error& e) {
     code = e.exit_code();
     message = e.what();

@@ -62,7 +62,70 @@ void fault_from_environment(TrainSpec& spec) {
   spec.fault_rank = rank;
 }
 
+// The size of a key's axis: one mesh axis, or the tuple of all of them.
+int axis_size(const std::vector<MeshAxis>& axes, const std::string& axis) {
+  int product = 1;
+  for (const auto& a : axes) {
+    if (a.name == axis) return a.size;
+    product *= a.size;
+  }
+  return product;
+}
+
+std::string describe(const CollectiveKey& k) { return k.collective + " over " + k.axis + " in " + to_string(k.dtype); }
+
+// "comm_model": rank 0's collectives with their predicted time, the sum, and the measured
+// communication time per step (the mean over ranks of timing.comm + timing.comm_in_flight).
+Json comm_model_json(const Config& config, const CommModel& model, const TrainResult& result, const Json& timing) {
+  Json collectives = Json::array();
+  double predicted = 0;
+  for (const auto& c : result.collectives) {
+    const CommModelEntry* e = model.find(c.key.collective, c.key.axis, c.key.dtype);
+    if (e == nullptr) throw RuntimeError("comm.model: the step made " + describe(c.key) + ", which step_collective_keys did not list");
+    const double seconds = c.calls_per_step * e->seconds(c.bytes);
+    predicted += seconds;
+    collectives.push_back({{"collective", c.key.collective},
+                           {"axis", c.key.axis},
+                           {"dtype", to_string(c.key.dtype)},
+                           {"bytes", c.bytes},
+                           {"calls_per_step", c.calls_per_step},
+                           {"predicted_s_per_step", seconds}});
+  }
+  const double steps = static_cast<double>(result.history.size()) + (result.stopped.step > 0 ? 1 : 0);
+  const double measured =
+      (timing["comm"]["avg"].get<double>() + timing["comm_in_flight"]["avg"].get<double>()) / steps;
+  return {{"file", config.comm.model},
+          {"predicted_s_per_step", predicted},
+          {"measured_s_per_step", measured},
+          {"collectives", collectives}};
+}
+
 }  // namespace
+
+std::optional<CommModel> train_comm_model(const Config& config) {
+  if (config.comm.model.empty()) return std::nullopt;
+  const std::string& where = config.comm.model_where;
+  CommModel model = read_comm_model(config.comm.model, where);
+  const auto keys = step_collective_keys(train_spec(config), config.mesh.axes);
+  for (const auto& k : keys) {
+    const CommModelEntry* e = model.find(k.collective, k.axis, k.dtype);
+    if (e == nullptr) {
+      std::string needed, has;
+      for (const auto& x : keys) needed += (needed.empty() ? "" : ", ") + describe(x);
+      for (const auto& x : model.entries) has += (has.empty() ? "" : ", ") + describe({x.collective, x.axis, x.dtype});
+      throw InputError(where + ": " + config.comm.model + " has no " + describe(k) + " (the step makes: " + needed +
+                       "; the model has: " + (has.empty() ? "nothing" : has) +
+                       "; fit one from a mode bench run with that collective, axis and dtype on this mesh)");
+    }
+    const int n = axis_size(config.mesh.axes, k.axis);
+    if (e->ranks != n) {
+      throw InputError(where + ": " + config.comm.model + ": " + describe(k) + " was fitted on " +
+                       std::to_string(e->ranks) + " ranks, but the mesh's " + k.axis + " has " + std::to_string(n) +
+                       " (allowed: a model fitted on an axis of the same size)");
+    }
+  }
+  return model;
+}
 
 TrainSpec train_spec(const Config& config) {
   const auto& p = config.problem;
@@ -97,7 +160,8 @@ TrainSpec train_spec(const Config& config) {
   return spec;
 }
 
-Json train_report(const Config& config, const Mesh& mesh, const TrainResult& result) {
+Json train_report(const Config& config, const Mesh& mesh, const TrainResult& result,
+                  const std::optional<CommModel>& model) {
   Json report = report_header(config.resolved, mesh);
   Json history = Json::array();
   const bool scaled = config.precision.loss_scale != "none";
@@ -142,6 +206,7 @@ Json train_report(const Config& config, const Mesh& mesh, const TrainResult& res
     report["shard"] = {{"elements", to_json(stat_over_ranks(mesh.comm(), static_cast<double>(result.shard_elements)))},
                        {"padding", to_json(stat_over_ranks(mesh.comm(), static_cast<double>(result.shard_padding)))}};
   }
+  if (model) report["comm_model"] = comm_model_json(config, *model, result, report["timing"]);
   return report;
 }
 
@@ -152,10 +217,11 @@ int run_train(const Config& config, const Mesh& mesh) {
               << ", " << config.train.steps << " steps, " << config.train.optimizer.name << ", "
               << precision_summary(config.precision) << ", kernel " << config.train.kernel << std::endl;
   }
+  const std::optional<CommModel> model = train_comm_model(config);  // run() checked it on every rank
   Progress progress(config.train.steps, config.output.every, config.train.batch, mesh.rank() == 0);
   const TrainResult result =
       train(train_spec(config), mesh, [&](long long step, double loss) { progress.update(step, loss); });
-  const Json report = train_report(config, mesh, result);
+  const Json report = train_report(config, mesh, result, model);
   write_report(mesh.comm(), config.output.report, report);
   if (result.stopped.step > 0) {  // every rank stopped at the same step
     if (mesh.rank() == 0) {
@@ -180,6 +246,13 @@ int run_train(const Config& config, const Mesh& mesh) {
     if (report.contains("skipped_steps")) skipped = ", " + std::to_string(report["skipped_steps"].size()) + " skipped steps";
     std::cout << line << skipped << (config.output.report.empty() ? "" : ", report " + config.output.report)
               << std::endl;
+    if (model) {
+      const Json& c = report["comm_model"];
+      const double predicted = c["predicted_s_per_step"].get<double>(), measured = c["measured_s_per_step"].get<double>();
+      std::snprintf(line, sizeof line, "communication per step: predicted %.3e s, measured %.3e s, ratio %.2f",
+                    predicted, measured, measured > 0 ? predicted / measured : 0.0);
+      std::cout << line << " (model " << config.comm.model << ")" << std::endl;
+    }
   }
   return exit_success;
 }

@@ -1,6 +1,9 @@
 // mode: train — runs the trainer, prints progress and a summary on rank 0, writes the JSON report.
 #pragma once
 
+#include <optional>
+
+#include "kpmap/bench/comm_model.hpp"
 #include "kpmap/config/config.hpp"
 #include "kpmap/mesh/mesh.hpp"
 #include "kpmap/report/report.hpp"
@@ -11,8 +14,15 @@ namespace kpmap {
 // The trainer's view of the deck.
 TrainSpec train_spec(const Config& config);
 
-// The JSON report of DESIGN.md §3 (collective: timings are reduced over the mesh).
-Json train_report(const Config& config, const Mesh& mesh, const TrainResult& result);
+// comm.model, read and checked against the deck: it must hold an entry, fitted on an axis of the
+// same size, for every collective, axis and dtype the step makes (step_collective_keys).
+// Nothing without comm.model; InputError naming comm.model, the file and what is missing.
+std::optional<CommModel> train_comm_model(const Config& config);
+
+// The JSON report of DESIGN.md §3 (collective: timings are reduced over the mesh); with a
+// model, "comm_model": the predicted communication time per step next to the measured one.
+Json train_report(const Config& config, const Mesh& mesh, const TrainResult& result,
+                  const std::optional<CommModel>& model = std::nullopt);
 
 int run_train(const Config& config, const Mesh& mesh);
 

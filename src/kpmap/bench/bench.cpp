@@ -141,6 +141,10 @@ int value_modulus(Dtype dtype, int n) {
   return static_cast<int>(std::min(1024.0, m));
 }
 
+double overhead(const BenchRow& row) {
+  return row.baseline_time_us > 0 ? row.time_us / row.baseline_time_us - 1.0 : 0.0;
+}
+
 std::vector<std::int64_t> sweep_sizes(const BenchSpec& spec) {
   std::vector<std::int64_t> sizes;
   for (std::int64_t s = spec.min_bytes; s <= spec.max_bytes; s *= spec.factor) {

@@ -69,6 +69,10 @@ struct BenchSpec {
   std::int64_t factor = 4;
   int iterations = 20;
   int warmup = 5;
+  // bench.baseline: mpi. Each iteration also makes the plain MPI call the collective stands for
+  // (MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Sendrecv,
+  // MPI_Bcast) on the same buffers and communicator, timed the same way, just before kpmap's.
+  bool baseline = false;
 };
 
 // The requested sizes: min_bytes, min_bytes * factor, ... while <= max_bytes.
@@ -85,7 +89,14 @@ struct BenchRow {
   double algbw_gbs;    // bytes / time, 1 GB = 1e9 bytes
   double busbw_gbs;    // algbw * busbw_factor
   std::int64_t wrong;  // wrong elements of the last iteration, summed over every rank
+  // BenchSpec::baseline only (0 otherwise): the plain MPI call's time and busbw, measured as above.
+  double baseline_time_us = 0;
+  double baseline_busbw_gbs = 0;
 };
+
+// kpmap's time over the plain MPI call's, minus 1 (0.05: kpmap takes 5% longer); 0 without a
+// baseline.
+double overhead(const BenchRow& row);
 
 // Collective over the mesh; every rank gets the same rows (in sweep order: axis, collective,
 // dtype, size; a size whose rounding repeats the previous row's is skipped). `on_row` sees each

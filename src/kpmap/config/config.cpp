@@ -130,6 +130,7 @@ nlohmann::ordered_json resolve(const Config& c, const SectionsRead& read) {
   if (read.collectives) r["collectives"]["axis"] = c.collectives.axis;
   if (read.bench) r["bench"] = config::to_json(c.bench);
   r["output"] = {{"every", c.output.every}, {"report", c.output.report}};
+  if (c.mode == Mode::bench) r["output"]["csv"] = c.output.csv;
   return r;
 }
 
@@ -165,6 +166,11 @@ Config parse_config(const std::string& deck_path, const std::vector<std::string>
   if (read.bench) c.bench = config::parse_bench(bench, c.mesh);
   c.output.every = output.integer("every", c.output.every, 1, config::unbounded);
   c.output.report = output.string("report", c.output.report);
+  c.output.csv = output.string("csv", c.output.csv);
+  if (!c.output.csv.empty() && c.mode != Mode::bench) {
+    output.fail("csv", "'" + c.output.csv + "' does not apply to mode " + to_string(c.mode) +
+                           " (allowed only with mode: bench, which writes its rows as CSV)");
+  }
   output.finish();
 
   if (read.problem && read.train) check_batch(c, train);

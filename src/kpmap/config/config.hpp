@@ -70,6 +70,9 @@ struct CommConfig {
   std::string strategy = "allreduce";
   long long bucket_bytes = 0;  // 0: one message per step
   bool overlap = false;
+  // comm.model: a communication model file (kpmap fit-comm-model, docs/bench.md); "" for none.
+  std::string model;
+  std::string model_where;  // "deck.yaml:12:10: comm.model", for messages about the file
 };
 
 struct CollectivesConfig {
@@ -87,11 +90,13 @@ struct BenchConfig {
   long long factor = 4;  // sizes min_bytes, min_bytes * factor, ... up to max_bytes
   long long iterations = 20;
   long long warmup = 5;
+  std::string baseline = "none";  // none | mpi: also time the plain MPI call of every row
 };
 
 struct OutputConfig {
   long long every = 10;              // progress line every this many steps
   std::string report = "report.json";  // JSON report path ("" for none)
+  std::string csv;                     // mode bench: the rows as CSV ("" for none)
 };
 
 struct Config {

@@ -311,6 +311,8 @@ CommConfig parse_comm(Section& s) {
   c.strategy = s.choice("strategy", c.strategy, {"allreduce", "reduce_scatter"});
   c.bucket_bytes = s.integer("bucket_bytes", c.bucket_bytes, 0, unbounded);
   c.overlap = s.boolean("overlap", c.overlap);
+  c.model = s.string("model", c.model);
+  c.model_where = s.where("model");
   s.finish();
   return c;
 }
@@ -349,6 +351,7 @@ BenchConfig parse_bench(Section& s, const MeshConfig& mesh) {
   b.factor = s.integer("factor", b.factor, 2, unbounded);
   b.iterations = s.integer("iterations", b.iterations, 1, unbounded);
   b.warmup = s.integer("warmup", b.warmup, 0, unbounded);
+  b.baseline = s.choice("baseline", b.baseline, {"none", "mpi"});
   s.finish();
   return b;
 }
@@ -391,7 +394,9 @@ nlohmann::ordered_json to_json(const PrecisionConfig& p) {
 }
 
 nlohmann::ordered_json to_json(const CommConfig& c) {
-  return {{"strategy", c.strategy}, {"bucket_bytes", c.bucket_bytes}, {"overlap", c.overlap}};
+  nlohmann::ordered_json o{{"strategy", c.strategy}, {"bucket_bytes", c.bucket_bytes}, {"overlap", c.overlap}};
+  if (!c.model.empty()) o["model"] = c.model;
+  return o;
 }
 
 nlohmann::ordered_json to_json(const BenchConfig& b) {
@@ -405,7 +410,7 @@ nlohmann::ordered_json to_json(const BenchConfig& b) {
   }
   return {{"collectives", b.collectives}, {"dtypes", dtypes},         {"axes", axes},
           {"min_bytes", b.min_bytes},     {"max_bytes", b.max_bytes}, {"factor", b.factor},
-          {"iterations", b.iterations},   {"warmup", b.warmup}};
+          {"iterations", b.iterations},   {"warmup", b.warmup},       {"baseline", b.baseline}};
 }
 
 }  // namespace kpmap::config

@@ -35,16 +35,20 @@ Json timing_json(MPI_Comm comm, const Timers& timers) {
 }
 
 void write_report(MPI_Comm comm, const std::string& path, const Json& report) {
+  write_text(comm, path, report.dump(2) + '\n', "the report");
+}
+
+void write_text(MPI_Comm comm, const std::string& path, const std::string& text, const std::string& what) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   int ok = 1;
   if (rank == 0 && !path.empty()) {
     std::ofstream out(path);
-    out << report.dump(2) << '\n';
+    out << text;
     ok = out.good() ? 1 : 0;
   }
   check_mpi(MPI_Bcast(&ok, 1, MPI_INT, 0, comm), "MPI_Bcast");
-  if (!ok) throw RuntimeError(path + ": cannot write the report");
+  if (!ok) throw RuntimeError(path + ": cannot write " + what);
 }
 
 Progress::Progress(long long total_steps, long long every, long long samples_per_step, bool enabled)

@@ -32,6 +32,9 @@ Json timing_json(MPI_Comm comm, const Timers& timers);
 // `comm` so that every rank returns or throws alike.
 void write_report(MPI_Comm comm, const std::string& path, const Json& report);
 
+// The same for any text (`what` names it in the error: "the report", "the CSV").
+void write_text(MPI_Comm comm, const std::string& path, const std::string& text, const std::string& what);
+
 // The progress line on rank 0: "step 10/200  loss 1.234567e-01  52.1k samples/s  ETA 3.2 s".
 class Progress {
  public:

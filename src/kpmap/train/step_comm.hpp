@@ -233,8 +233,9 @@ class StepComm {
   template <class V>
   void sum_partial_products(const V& z) {
     if (model_size_ == 1) return;
+    using T = typename V::non_const_value_type;
     psum(mesh_, "model", z, z);
-    count(z.extent(0) * sizeof(typename V::non_const_value_type));
+    count(z.extent(0) * sizeof(T), {"psum", "model", dtype_v<T>}, z.extent(0) * sizeof(T));
   }
 
   // Bucket k's slots of stats are final: cast them and start their reduction over `data`.
@@ -268,7 +269,7 @@ class StepComm {
     }
     exec.fence();
     all_gather(mesh_, "data", shard, gathered, 0, true);
-    count(shard.extent(0) * sizeof(S));
+    count(shard.extent(0) * sizeof(S), {"all_gather", "data", dtype_v<S>}, gathered.extent(0) * sizeof(S));
   }
 
   // Whether this rank's own gradient sums among bucket k's slots (bucket_slots(k), before their
@@ -284,7 +285,8 @@ class StepComm {
 
   // After finish(): agrees over the whole mesh on whether the step saw an Inf or NaN and names
   // the lowest rank that did, preferring ranks whose own values (own: own_nonfinite or a
-  // non-finite local loss sum) were non-finite. One pmin of an int over the whole mesh: every step
+  // non-finite local loss sum) were non-finite. One pmin of a float (exact for rank numbers below
+  // 2^23) over the whole mesh: every step
   // when every_step (dynamic loss scaling) or when the reduced statistics differ between ranks
   // (a model axis, reduce_scatter); with allreduce over a data axis only every rank holds the same
   // reduced statistics, which carry any rank's Inf or NaN, so they decide alike and the pmin runs
@@ -292,13 +294,13 @@ class StepComm {
   FiniteCheck check_finite(const execution_space& exec, bool own, bool every_step) {
     const int size = mesh_.size(), rank = mesh_.rank();
     const bool reduced = !locally_finite(exec);
-    flag_(0) = own ? rank : reduced ? size + rank : 2 * size;
+    flag_(0) = static_cast<float>(own ? rank : reduced ? size + rank : 2 * size);
     const bool same_everywhere = !sharded() && model_size_ == 1;
     if (size > 1 && (every_step || !same_everywhere || reduced)) {
       pmin(mesh_, AxisNames(all_axes_), flag_, flag_);
-      count(sizeof(int));
+      count(sizeof(float), {"pmin", AxisNames(all_axes_).str(), Dtype::fp32}, sizeof(float));
     }
-    const int first = flag_(0);
+    const int first = static_cast<int>(flag_(0));
     if (first >= 2 * size) return {};
     return {first % size, first < size};
   }
@@ -320,7 +322,7 @@ class StepComm {
   void sum_exact(const View1<double>& acc) {
     if (data_size_ == 1) return;
     psum(mesh_, "data", acc, acc);
-    count(acc.extent(0) * sizeof(double));
+    count(acc.extent(0) * sizeof(double), {"psum", "data", Dtype::fp64}, acc.extent(0) * sizeof(double));
   }
 
   // The largest of every model rank's `local` (the bound of a reproducible grid).
@@ -328,7 +330,7 @@ class StepComm {
     bound_(0) = local;
     if (model_size_ > 1) {
       pmax(mesh_, "model", bound_, bound_);
-      count(sizeof(double));
+      count(sizeof(double), {"pmax", "model", Dtype::fp64}, sizeof(double));
     }
     return bound_(0);
   }
@@ -350,6 +352,12 @@ class StepComm {
   // counted).
   std::size_t take_bytes() { return std::exchange(bytes_, 0); }
   long long take_calls() { return std::exchange(calls_, 0); }
+  // The calls since the last take by key and size, as calls per step over `steps` steps.
+  std::vector<StepCollective> take_collectives(long long steps) {
+    std::vector<StepCollective> log = std::exchange(log_, {});
+    for (auto& c : log) c.calls_per_step /= static_cast<double>(steps);
+    return log;
+  }
 
  private:
   Dtype active_wire() const { return cast_ ? wire_ : dtype_v<Acc>; }
@@ -373,9 +381,19 @@ class StepComm {
     return w.recv.extent(0) > 0 ? w.recv : w.send;
   }
 
-  void count(std::size_t bytes) {
+  // One collective call: `bytes` handed over, and its key and size in the bench's convention.
+  void count(std::size_t bytes, CollectiveKey key, std::size_t size) {
     bytes_ += bytes;
     ++calls_;
+    const auto same = [&](const StepCollective& c) {
+      return c.key == key && c.bytes == static_cast<std::int64_t>(size);
+    };
+    const auto it = std::find_if(log_.begin(), log_.end(), same);
+    if (it != log_.end()) {
+      it->calls_per_step += 1;
+    } else {
+      log_.push_back({std::move(key), static_cast<std::int64_t>(size), 1.0});
+    }
   }
 
   template <class C>
@@ -411,7 +429,8 @@ class StepComm {
     } else {
       psum(mesh_, "data", send, send);
     }
-    count(send.extent(0) * sizeof(C));
+    count(send.extent(0) * sizeof(C), {sharded() ? "psum_scatter" : "psum", "data", dtype_v<C>},
+          send.extent(0) * sizeof(C));
   }
 
   template <class M, class C>
@@ -454,10 +473,12 @@ class StepComm {
   step_comm_detail::Wire<float> wire32_;
   step_comm_detail::Wire<bf16> wire_bf16_;
   step_comm_detail::Wire<fp16> wire_fp16_;
-  Kokkos::View<int*, Kokkos::HostSpace> flag_, exponent_;
+  Kokkos::View<float*, Kokkos::HostSpace> flag_;  // a float, so that the bench can time its pmin
+  Kokkos::View<int*, Kokkos::HostSpace> exponent_;
   Kokkos::View<double*, Kokkos::HostSpace> bound_;
   std::size_t bytes_ = 0;
   long long calls_ = 0;
+  std::vector<StepCollective> log_;
   std::vector<Request> requests_;  // buckets in flight (overlap)
 };
 

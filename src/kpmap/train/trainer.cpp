@@ -434,6 +434,7 @@ TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const TrainSpec& spec, 
   const double start = MPI_Wtime();
   std::size_t bytes = 0;
   long long calls = 0;
+  comm.take_collectives(1);  // only the steps' calls
   while (s.step < spec.steps) {
     const HistoryEntry entry = one_step();
     bytes += comm.take_bytes();
@@ -445,6 +446,7 @@ TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const TrainSpec& spec, 
   r.timers.add(Phase::total, MPI_Wtime() - start);
   r.final_loss = r.history.empty() ? std::numeric_limits<double>::quiet_NaN() : r.history.back().loss;
   const long long steps_run = static_cast<long long>(r.history.size()) + (r.stopped.step > 0 ? 1 : 0);
+  r.collectives = comm.take_collectives(steps_run);
   r.comm_bytes_per_step = bytes / static_cast<std::size_t>(steps_run);
   r.comm_calls_per_step = static_cast<double>(calls) / static_cast<double>(steps_run);
   r.param_bytes = s.param_bytes();
@@ -513,6 +515,37 @@ TrainResult run_with_params(const TrainSpec& spec, const Mesh& mesh, const StepC
 }
 
 }  // namespace
+
+std::vector<CollectiveKey> step_collective_keys(const TrainSpec& spec, const std::vector<MeshAxis>& axes) {
+  int data = 1, model = 1, ranks = 1;
+  std::vector<std::string> names;
+  for (const auto& a : axes) {
+    if (a.name == "data") data = a.size;
+    if (a.name == "model") model = a.size;
+    ranks *= a.size;
+    names.push_back(a.name);
+  }
+  // As StepComm makes them: Acc is the kernels' sum type, the wire precision.comm when the
+  // statistics are cast (another type, or a loss scale), the all_gather's the compute type.
+  const Dtype acc = spec.compute == Dtype::fp64 ? Dtype::fp64 : Dtype::fp32;
+  const bool scaled = spec.loss_scale.kind != LossScaleSpec::Kind::none;
+  const Dtype wire = spec.reproducible ? Dtype::fp64 : scaled || spec.comm != acc ? spec.comm : acc;
+  const bool sharded = spec.comm_spec.strategy == CommStrategy::reduce_scatter && !spec.reproducible;
+  std::vector<CollectiveKey> keys;  // in the order a step first makes them
+  if (model > 1) {
+    if (spec.reproducible) keys.push_back({"pmax", "model", Dtype::fp64});  // the bound of max |w|
+    keys.push_back({"psum", "model", spec.reproducible ? Dtype::fp64 : acc});
+  }
+  if (data > 1) keys.push_back({sharded ? "psum_scatter" : "psum", "data", wire});
+  // The finite check's flag (StepComm::check_finite): every step under dynamic loss scaling or
+  // where the reduced statistics differ between ranks (a model axis, reduce_scatter).
+  if (!spec.reproducible && ranks > 1 &&
+      (spec.loss_scale.kind == LossScaleSpec::Kind::dynamic || model > 1 || sharded)) {
+    keys.push_back({"pmin", AxisNames(names).str(), Dtype::fp32});
+  }
+  if (data > 1 && sharded) keys.push_back({"all_gather", "data", spec.compute});
+  return keys;
+}
 
 TrainResult train(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
   switch (spec.compute) {

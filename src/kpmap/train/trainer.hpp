@@ -44,6 +44,7 @@ struct TrainResult {
   Timers timers;                      // this rank's
   std::size_t comm_bytes_per_step = 0;  // payload bytes this rank handed to collectives per step
   double comm_calls_per_step = 0;       // collective calls this rank made per step
+  std::vector<StepCollective> collectives;  // those calls by key and size, in the order first made
   std::size_t param_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, data_bytes = 0;
   long long shard_elements = 0;  // parameters this rank updates (all of its model slice under allreduce)
   long long shard_padding = 0;   // of which zeros past the last parameter (reduce_scatter)
@@ -82,6 +83,10 @@ struct TrainSpec {
 
 // Called on every rank after every step, with the 1-based step and its loss.
 using StepCallback = std::function<void(long long step, double loss)>;
+
+// The keys of the collectives a step of `spec` makes on a mesh of these axes (none over an axis
+// of size 1), known before it runs: what a communication model must cover (comm.model).
+std::vector<CollectiveKey> step_collective_keys(const TrainSpec& spec, const std::vector<MeshAxis>& axes);
 
 // Collective over the mesh, whose axes are named from {data, model} (a missing axis has size 1).
 // A non-finite loss or gradient without dynamic loss scaling ends the run on every rank at that
