@@ -59,7 +59,7 @@ def main():
     p.add_argument("--rank", type=int, default=1, help="which kpmap process to kill (PID order)")
     p.add_argument("--within", type=float, default=30, help="seconds the job may take to end")
     p.add_argument("--started", default=r"^step\s+\d+", help="output line that shows the run is under way")
-    p.add_argument("--start-timeout", type=float, default=120)
+    p.add_argument("--start-timeout", type=float, default=60)
     p.add_argument("--name", default="kpmap", help="process name of the ranks")
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
@@ -90,8 +90,13 @@ def main():
         print(f"FAIL: {message}")
         return 1
 
-    if not started.wait(a.start_timeout):
-        return fail(f"no line matching {a.started!r} within {a.start_timeout} s")
+    deadline = time.monotonic() + a.start_timeout
+    while not started.wait(0.2):
+        if proc.poll() is not None:
+            reader.join(timeout=5)
+            return fail(f"the job ended (exit {proc.returncode}) before a line matched {a.started!r}")
+        if time.monotonic() > deadline:
+            return fail(f"no line matching {a.started!r} within {a.start_timeout} s")
     ranks = descendants(proc.pid, a.name)
     if len(ranks) <= a.rank:
         return fail(f"found {len(ranks)} '{a.name}' processes, cannot kill number {a.rank}")
