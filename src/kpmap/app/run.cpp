@@ -1,7 +1,12 @@
 #include "kpmap/app/run.hpp"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <string>
+#include <thread>
 
 #include "kpmap/app/bench_mode.hpp"
 #include "kpmap/app/collectives_mode.hpp"
@@ -33,6 +38,18 @@ int run_mode(const Config& config, const Mesh& mesh) {
     case Mode::collectives: return run_collectives(config, mesh);
   }
   throw RuntimeError("mode '" + to_string(config.mode) + "' has no runner");  // unreachable: every mode is handled
+}
+
+// A rank-local failure: the message goes out in one write, then MPI_Abort ends the job. The
+// launcher forwards a rank's output through its proxy, which MPI_Abort tears down with the job,
+// so the line gets a moment to be forwarded first (otherwise it can be lost, in part or whole).
+[[noreturn]] void abort_with(MPI_Comm world, int rank, const char* what, int exit_code) {
+  const std::string line = "kpmap: error: rank " + std::to_string(rank) + ": " + what + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  MPI_Abort(world, exit_code);
+  std::abort();  // MPI_Abort does not return
 }
 
 }  // namespace
@@ -80,11 +97,9 @@ int run(const RunOptions& options, MPI_Comm world) {
     if (rank == 0) std::cerr << "kpmap: error: " << e.what() << std::endl;
     code = e.exit_code();
   } catch (const Error& e) {
-    std::cerr << "kpmap: error: rank " << rank << ": " << e.what() << std::endl;
-    MPI_Abort(world, e.exit_code());
+    abort_with(world, rank, e.what(), e.exit_code());
   } catch (const std::exception& e) {
-    std::cerr << "kpmap: error: rank " << rank << ": " << e.what() << std::endl;
-    MPI_Abort(world, exit_runtime);
+    abort_with(world, rank, e.what(), exit_runtime);
   }
   return code;
 }
