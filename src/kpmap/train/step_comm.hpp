@@ -8,7 +8,7 @@
 //                            accumulation type; n + 2 slots for n parameters), bucket by bucket.
 //   gather_params(shard):    reduce_scatter only: all_gather of the updated shards over `data`.
 //   own_nonfinite(k), check_finite(...): whether any rank's loss or gradient is not finite, and
-//                            the lowest rank that saw it (one pmin of an int over the whole mesh
+//                            the lowest rank that saw it (one pmin of a float flag over the whole mesh
 //                            where the reduced statistics differ between ranks, or under dynamic
 //                            loss scaling; otherwise only at a step that has one).
 //   sum_exact(acc):          precision.reproducible: the psum over `data` of the step's exact
