@@ -3,25 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 
 #include "kpmap/core/error.hpp"
 
 namespace kpmap {
 
 namespace {
-
-const std::vector<std::string> dtype_names{"fp64", "fp32", "bf16", "fp16"};
-
-bool parse_dtype(const std::string& name, Dtype& out) {
-  const Dtype all[] = {Dtype::fp64, Dtype::fp32, Dtype::bf16, Dtype::fp16};
-  for (Dtype d : all) {
-    if (to_string(d) == name) {
-      out = d;
-      return true;
-    }
-  }
-  return false;
-}
 
 // Reads the fields of one JSON object, each message naming "<where>: <prefix><key>".
 class Fields {
@@ -52,10 +40,9 @@ class Fields {
   }
   Dtype dtype(const std::string& key) const {
     const std::string name = text(key);
-    Dtype d = Dtype::fp32;
-    if (!parse_dtype(name, d))
-      fail(key, "'" + name + "' is not allowed (allowed: fp64 | fp32 | bf16 | fp16)");
-    return d;
+    const std::optional<Dtype> d = dtype_from_string(name);
+    if (!d) fail(key, "'" + name + "' is not allowed (allowed: fp64 | fp32 | bf16 | fp16)");
+    return *d;
   }
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
     throw InputError(where_ + ": " + prefix_ + key + ": " + what);

@@ -162,7 +162,8 @@ YAML::Node load_deck(const std::string& path, const std::vector<std::string>& ov
   if (!in) throw InputError(path + ": cannot open the deck (no such file, or not readable)");
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (const size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
-    const size_t line_start = text.rfind('\n', bad) == std::string::npos ? 0 : text.rfind('\n', bad) + 1;
+    const size_t newline = text.rfind('\n', bad);
+    const size_t line_start = newline == std::string::npos ? 0 : newline + 1;
     const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n') + 1;
     throw InputError(path + ":" + std::to_string(line) + ":" + std::to_string(bad - line_start + 1) +
                      ": byte " + byte_hex(static_cast<unsigned char>(text[bad])) +

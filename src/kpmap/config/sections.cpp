@@ -227,12 +227,8 @@ long long byte_count(Section& s, const std::string& key, long long fallback) {
   return value;
 }
 
-Dtype dtype_of(const std::string& name) {
-  if (name == "fp64") return Dtype::fp64;
-  if (name == "bf16") return Dtype::bf16;
-  if (name == "fp16") return Dtype::fp16;
-  return Dtype::fp32;
-}
+// `name` has passed choice() or word_list() against all_dtypes or bench_dtypes.
+Dtype dtype_of(const std::string& name) { return dtype_from_string(name).value(); }
 
 }  // namespace
 

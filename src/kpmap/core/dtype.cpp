@@ -12,4 +12,11 @@ std::string to_string(Dtype dtype) {
   return "?";
 }
 
+std::optional<Dtype> dtype_from_string(const std::string& name) {
+  for (Dtype d : {Dtype::fp64, Dtype::fp32, Dtype::bf16, Dtype::fp16}) {
+    if (to_string(d) == name) return d;
+  }
+  return std::nullopt;
+}
+
 }  // namespace kpmap
