@@ -15,4 +15,7 @@ find_package(MPI REQUIRED COMPONENTS CXX)
 find_package(yaml-cpp REQUIRED CONFIG)
 find_package(nlohmann_json 3 REQUIRED CONFIG)
 find_package(CLI11 REQUIRED CONFIG)
-message(STATUS "kpmap: Kokkos ${Kokkos_VERSION} (${Kokkos_DIR}), Kokkos Kernels ${KokkosKernels_VERSION}")
+# HDF5 (checkpoints, data files): the MPI build where there is one (Debian: libhdf5-mpich-dev).
+set(HDF5_PREFER_PARALLEL ON)
+find_package(HDF5 1.10 REQUIRED COMPONENTS C)
+message(STATUS "kpmap: Kokkos ${Kokkos_VERSION} (${Kokkos_DIR}), Kokkos Kernels ${KokkosKernels_VERSION}, HDF5 ${HDF5_VERSION} (parallel: ${HDF5_IS_PARALLEL})")

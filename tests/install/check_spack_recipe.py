@@ -4,7 +4,7 @@
 spack/packages/kpmap/package.py must compile as Python and define, as Spack expects of a package
 directory named kpmap, a class Kpmap(CMakePackage, CudaPackage, ROCmPackage) with:
 - the variants openmp, serial and gpu_aware_mpi (cuda and rocm come from the mixins);
-- depends_on kokkos, kokkos-kernels, mpi, yaml-cpp, cli11, nlohmann-json, cmake, and googletest
+- depends_on kokkos, kokkos-kernels, mpi, hdf5, yaml-cpp, cli11, nlohmann-json, cmake, and googletest
   of type "test";
 - version("main", branch="main") and a version equal to project(kpmap VERSION ...) in
   CMakeLists.txt;
@@ -21,7 +21,7 @@ import sys
 
 WANT_BASES = ["CMakePackage", "CudaPackage", "ROCmPackage"]
 WANT_VARIANTS = {"openmp", "serial", "gpu_aware_mpi"}
-WANT_DEPENDS = {"kokkos", "kokkos-kernels", "mpi", "yaml-cpp", "cli11", "nlohmann-json", "cmake",
+WANT_DEPENDS = {"kokkos", "kokkos-kernels", "mpi", "hdf5", "yaml-cpp", "cli11", "nlohmann-json", "cmake",
                 "googletest"}
 
 

@@ -40,6 +40,7 @@ class Kpmap(CMakePackage, CudaPackage, ROCmPackage):
     conflicts("+cuda", when="cuda_arch=none", msg="+cuda needs a cuda_arch, e.g. cuda_arch=90")
     conflicts("+rocm", when="amdgpu_target=none", msg="+rocm needs an amdgpu_target, e.g. gfx90a")
 
+    depends_on("c", type="build")
     depends_on("cxx", type="build")
     depends_on("cmake@3.16:", type="build")
 
@@ -58,6 +59,7 @@ class Kpmap(CMakePackage, CudaPackage, ROCmPackage):
         depends_on(f"kokkos+rocm amdgpu_target={_target}", when=f"+rocm amdgpu_target={_target}")
 
     depends_on("mpi")
+    depends_on("hdf5@1.10:+mpi~cxx~fortran")
     depends_on("yaml-cpp")
     depends_on("cli11")
     depends_on("nlohmann-json@3:")
