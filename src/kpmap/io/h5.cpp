@@ -172,6 +172,24 @@ void write(hid_t parent, const std::string& name, const std::vector<long long>& 
   write_1d(parent, name, values.data(), values.size(), Type::i64);
 }
 
+void write_matrix(hid_t parent, const std::string& name, const std::vector<double>& values, long long rows,
+                  long long cols, Type type) {
+  if (rows < 0 || cols < 0 || values.size() != static_cast<std::size_t>(rows * cols)) {
+    throw IoError("write " + name + ": " + std::to_string(values.size()) + " values for " + std::to_string(rows) +
+                  " x " + std::to_string(cols));
+  }
+  quiet();
+  const Handle space = dataspace({static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)});
+  const Handle set{checked(H5Dcreate2(parent, name.c_str(), file_type(type), space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                                      H5P_DEFAULT),
+                           "create dataset " + name),
+                   H5Dclose};
+  if (!values.empty()) {
+    checked(H5Dwrite(set.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+            "write dataset " + name);
+  }
+}
+
 DatasetInfo info(hid_t parent, const std::string& name) {
   const Handle set = open_dataset(parent, name);
   const Handle space{checked(H5Dget_space(set.get()), "dataspace of " + name), H5Sclose};
@@ -195,20 +213,28 @@ std::vector<long long> read_integers(hid_t parent, const std::string& name) {
 
 std::vector<double> read_block(hid_t parent, const std::string& name, long long row0, long long rows, long long col0,
                                long long cols) {
+  return read_strided_rows(parent, name, row0, rows, 1, rows, col0, cols);
+}
+
+std::vector<double> read_strided_rows(hid_t parent, const std::string& name, long long row0, long long stride,
+                                      long long blocks, long long rows, long long col0, long long cols) {
   const Handle set = open_dataset(parent, name);
   const Handle space{checked(H5Dget_space(set.get()), "dataspace of " + name), H5Sclose};
   const int rank = H5Sget_simple_extent_ndims(space.get());
   if (rank != 1 && rank != 2) throw IoError("read " + name + ": a block of a dataset of rank " + std::to_string(rank));
-  std::vector<hsize_t> start{static_cast<hsize_t>(row0)}, count{static_cast<hsize_t>(rows)};
+  std::vector<hsize_t> start{static_cast<hsize_t>(row0)}, step{static_cast<hsize_t>(stride > 0 ? stride : 1)},
+      count{static_cast<hsize_t>(blocks)}, block{static_cast<hsize_t>(rows)};
   if (rank == 2) {
     start.push_back(static_cast<hsize_t>(col0));
-    count.push_back(static_cast<hsize_t>(cols));
+    step.push_back(1);
+    count.push_back(1);
+    block.push_back(static_cast<hsize_t>(cols));
   }
-  std::vector<double> out(static_cast<std::size_t>(rows * cols));
+  std::vector<double> out(static_cast<std::size_t>(blocks * rows * cols));
   if (out.empty()) return out;
-  checked(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+  checked(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), step.data(), count.data(), block.data()),
           "select rows of " + name);
-  const Handle mem = dataspace(count);
+  const Handle mem = dataspace({static_cast<hsize_t>(out.size())});
   checked(H5Dread(set.get(), H5T_NATIVE_DOUBLE, mem.get(), space.get(), H5P_DEFAULT, out.data()), "read " + name);
   return out;
 }

@@ -59,6 +59,9 @@ bool exists(hid_t parent, const std::string& name);  // a link `name` directly b
 // held in doubles and for integers below 2^53).
 void write(hid_t parent, const std::string& name, const std::vector<double>& values, Type type);
 void write(hid_t parent, const std::string& name, const std::vector<long long>& values);
+// A 2-D dataset of rows x cols from `values` in row-major order, stored as `type`.
+void write_matrix(hid_t parent, const std::string& name, const std::vector<double>& values, long long rows,
+                  long long cols, Type type);
 
 struct DatasetInfo {
   std::vector<long long> dims;  // extents, slowest first
@@ -74,6 +77,11 @@ std::vector<long long> read_integers(hid_t parent, const std::string& name);
 // must be 1 and col0 0), row-major, converted to double.
 std::vector<double> read_block(hid_t parent, const std::string& name, long long row0, long long rows,
                                long long col0, long long cols);
+// `blocks` blocks of `rows` rows each, block k starting at row row0 + k * stride, of columns
+// [col0, col0 + cols) (one strided hyperslab, one read), row-major, block after block, converted
+// to double. A 1-D dataset as in read_block. Nothing is read when the selection is empty.
+std::vector<double> read_strided_rows(hid_t parent, const std::string& name, long long row0, long long stride,
+                                      long long blocks, long long rows, long long col0, long long cols);
 
 void set_attribute(hid_t object, const std::string& name, const std::string& value);
 void set_attribute(hid_t object, const std::string& name, double value);
