@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kpmap/app/data_mode.hpp"
 #include "kpmap/app/fit_mode.hpp"
 #include "kpmap/app/run.hpp"
 #include "kpmap/core/error.hpp"
@@ -16,9 +17,12 @@
 
 namespace {
 
-// kpmap fit-comm-model REPORT -o MODEL
+// The subcommands: fit-comm-model REPORT -o MODEL, convert-csv IN.csv -o OUT.h5 [--y-column N],
+// write-synthetic DECK -o OUT.h5 [--set K=V]. `command` names the one given (empty: a run).
 struct FitOptions {
-  std::string report, output;
+  std::string command, report, output, input, deck;
+  std::vector<std::string> overrides;
+  int y_column = 0;
 };
 
 // Parses the command line identically on every rank; only rank 0 prints. Returns -1 to go on.
@@ -43,6 +47,20 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
                                      "mode bench report and write it for comm.model (docs/bench.md)");
   fit->add_option("report", fit_options.report, "The JSON report of a mode bench run")->required();
   fit->add_option("-o,--output", fit_options.output, "Where to write the model (JSON)")->required()->type_name("FILE");
+  CLI::App* convert = app.add_subcommand(
+      "convert-csv", "Convert a CSV table of numbers (an optional header line of names; y in the last column) to "
+                     "the HDF5 file problem.source hdf5:PATH reads: datasets X and y (docs/decks.md)");
+  convert->add_option("input", fit_options.input, "The CSV file")->required();
+  convert->add_option("-o,--output", fit_options.output, "Where to write the HDF5 file")->required()->type_name("FILE");
+  convert->add_option("--y-column", fit_options.y_column, "The column that holds y, from 1 (default: the last)")
+      ->type_name("N");
+  CLI::App* synth = app.add_subcommand(
+      "write-synthetic", "Write a deck's synthetic problem (X rounded to precision.compute, y, the true w and b) "
+                         "as an HDF5 file for problem.source hdf5:PATH (docs/decks.md)");
+  synth->add_option("deck", fit_options.deck, "YAML input deck with a synthetic problem")->required();
+  synth->add_option("--set", fit_options.overrides, "Override a deck key: --set key.path=value (repeatable)")
+      ->type_name("KEY=VALUE");
+  synth->add_option("-o,--output", fit_options.output, "Where to write the HDF5 file")->required()->type_name("FILE");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -59,7 +77,12 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
     if (rank == 0) std::cout << kpmap::version_report() << std::flush;
     return kpmap::exit_success;
   }
-  if (fit->parsed()) return -1;
+  for (const CLI::App* sub : {fit, convert, synth}) {
+    if (sub->parsed()) {
+      fit_options.command = sub->get_name();
+      return -1;
+    }
+  }
   if (options.deck.empty()) {
     if (rank == 0) std::cerr << "kpmap: error: no deck given\n" << app.help() << std::flush;
     return kpmap::exit_bad_input;
@@ -110,8 +133,12 @@ int main(int argc, char** argv) {
     kpmap::RunOptions options;
     FitOptions fit;
     code = parse_command_line(static_cast<int>(cli.size()), cli.data(), rank, options, fit);
-    if (code < 0 && !fit.report.empty()) {
+    if (code < 0 && fit.command == "fit-comm-model") {
       code = kpmap::run_fit_comm_model(fit.report, fit.output, MPI_COMM_WORLD);
+    } else if (code < 0 && fit.command == "convert-csv") {
+      code = kpmap::run_convert_csv(fit.input, fit.output, fit.y_column, MPI_COMM_WORLD);
+    } else if (code < 0 && fit.command == "write-synthetic") {
+      code = kpmap::run_write_synthetic(fit.deck, fit.overrides, fit.output, MPI_COMM_WORLD);
     } else if (code < 0) {
       code = kpmap::run(options, MPI_COMM_WORLD);
     }

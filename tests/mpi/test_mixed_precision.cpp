@@ -64,7 +64,7 @@ TEST(MixedPrecision, SixteenBitComputeReachesTheFp32Answer) {
     const auto r = kpmap::train(spec, mesh);
     const std::string what = kpmap::to_string(half) + ", " + kpmap::to_string(kernel);
     EXPECT_NEAR(r.final_loss, fp32.final_loss, 1e-2 * fp32.final_loss) << what;
-    EXPECT_LE(r.weights_rel_error, 2 * fp32.weights_rel_error) << what;
+    EXPECT_LE(r.weights_rel_error.value(), 2 * fp32.weights_rel_error.value()) << what;
     // Half the bytes of data: the shard is stored in 16 bits.
     EXPECT_EQ(2 * r.data_bytes, fp32.data_bytes) << what;
   }
@@ -129,9 +129,9 @@ TEST(MixedPrecision, DynamicLossScalingRescuesUnderflowingFp16Gradients) {
   spec.loss_scale.scale = 65536;
   const auto scaled = kpmap::train(spec, mesh);
   const double first = unscaled.history.front().loss;
-  EXPECT_GT(unscaled.weights_rel_error, 1e-2);
+  EXPECT_GT(unscaled.weights_rel_error.value(), 1e-2);
   EXPECT_GT(unscaled.final_loss, 1e-4 * first);  // stalled
-  EXPECT_LT(scaled.weights_rel_error, 1e-5);
+  EXPECT_LT(scaled.weights_rel_error.value(), 1e-5);
   EXPECT_LT(scaled.final_loss, 1e-9 * first);  // converged
   for (const auto& h : scaled.history) EXPECT_FALSE(h.skipped) << "step " << h.step;
 }

@@ -90,7 +90,7 @@ TEST(Zero, ReduceScatterWithMixedPrecision) {
     for (size_t i = 0; i < all.history.size(); ++i) {
       EXPECT_NEAR(zero.history[i].loss, all.history[i].loss, rtol * all.history[i].loss) << to_string(spec.compute) << " step " << i + 1;
     }
-    EXPECT_NEAR(zero.weights_rel_error, all.weights_rel_error, 0.05 * all.weights_rel_error + 1e-6);
+    EXPECT_NEAR(zero.weights_rel_error.value(), all.weights_rel_error.value(), 0.05 * all.weights_rel_error.value() + 1e-6);
   }
 }
 

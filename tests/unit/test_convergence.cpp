@@ -71,7 +71,7 @@ TEST(Convergence, NoiseFreeProblemRecoversTrueWeights) {
     TrainSpec spec = full_batch_spec(0.0);
     spec.kernel = kernel;
     const auto r = kpmap::train(spec, self);
-    EXPECT_LT(r.weights_rel_error, 1e-8) << kpmap::to_string(kernel);
+    EXPECT_LT(r.weights_rel_error.value(), 1e-8) << kpmap::to_string(kernel);
     // Independently of the trainer's own metric: compare with w* directly.
     const auto w = kpmap::true_weights(spec.problem, 0, spec.problem.features);
     for (size_t j = 0; j < w.size(); ++j) EXPECT_NEAR(r.weights[j], w[j], 1e-8) << j;
@@ -93,7 +93,7 @@ TEST(Convergence, NoisyProblemReachesTheLeastSquaresSolution) {
   norm += ls.back() * ls.back();
   EXPECT_LT(std::sqrt(diff / norm), 1e-6);
   // The noise moves the solution away from w*: the test would not tell otherwise.
-  EXPECT_GT(r.weights_rel_error, 1e-4);
+  EXPECT_GT(r.weights_rel_error.value(), 1e-4);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kpmap/app/data_mode.hpp"
 #include "kpmap/app/train_mode.hpp"
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/types.hpp"
@@ -65,7 +66,8 @@ void check_memory(const MemoryEstimate& need, const NodeMemory& node, const Conf
   std::ostringstream m;
   m << "memory: rank " << rank << " needs " << human_bytes(static_cast<double>(need.total())) << " (data "
     << human_bytes(static_cast<double>(need.data)) << ": X and y of its shard in "
-    << to_string(config.precision.compute) << "; parameters "
+    << to_string(config.precision.compute)
+    << (config.problem.source == "synthetic" ? "" : ", and in fp64 as read from the file") << "; parameters "
     << human_bytes(static_cast<double>(need.parameters)) << "; gradients and buffers "
     << human_bytes(static_cast<double>(need.gradients)) << "; optimizer state "
     << human_bytes(static_cast<double>(need.optimizer)) << "), but its node has "
@@ -108,8 +110,11 @@ int check_before_run(const Config& config, const Mesh& mesh, std::string& messag
   NodeMemory node;
   if (config.mode == Mode::train) node = node_memory(mesh.comm());  // collective: before any throw
   try {
-    if (config.mode == Mode::train)
-      check_memory(estimate_memory(train_spec(config), mesh), node, config, mesh.rank());
+    if (config.mode == Mode::train) {
+      MemoryEstimate need = estimate_memory(train_spec(config), mesh);
+      need.data += file_data_bytes(config, mesh);
+      check_memory(need, node, config, mesh.rank());
+    }
     if (writes_report && mesh.rank() == 0 && !config.output.report.empty())
       check_report_path(config.output.report);
   } catch (const Error& e) {

@@ -10,6 +10,7 @@
 
 #include "kpmap/app/bench_mode.hpp"
 #include "kpmap/app/collectives_mode.hpp"
+#include "kpmap/app/data_mode.hpp"
 #include "kpmap/app/preflight.hpp"
 #include "kpmap/app/train_mode.hpp"
 #include "kpmap/config/config.hpp"
@@ -65,6 +66,7 @@ int run(const RunOptions& options, MPI_Comm world) {
   std::string message;
   try {
     config = load_config(options.deck, options.overrides, ranks);
+    resolve_data_source(*config);  // a data file's shape, read on every rank
     // The trainer's spec also reads the environment (a test-only switch): built here once, so a
     // bad value is agreed on like a bad deck.
     if (config->mode == Mode::train) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "kpmap/app/data_mode.hpp"
 #include "kpmap/core/error.hpp"
 #include "kpmap/train/memory.hpp"
 
@@ -188,7 +189,7 @@ Json train_report(const Config& config, const Mesh& mesh, const TrainResult& res
   }
   report["reproducible"] = result.reproducible;
   if (!result.history.empty()) report["final_loss"] = result.final_loss;
-  report["weights_rel_error"] = result.weights_rel_error;
+  if (result.weights_rel_error) report["weights_rel_error"] = *result.weights_rel_error;
   report["timing"] = timing_json(mesh.comm(), result.timers);
   report["comm_bytes"] = bytes_stat(mesh.comm(), result.comm_bytes_per_step);
   report["comm_calls"] = to_json(stat_over_ranks(mesh.comm(), result.comm_calls_per_step));
@@ -211,6 +212,22 @@ Json train_report(const Config& config, const Mesh& mesh, const TrainResult& res
 }
 
 int run_train(const Config& config, const Mesh& mesh) {
+  TrainSpec spec = train_spec(config);
+  if (config.problem.source != "synthetic") {  // each rank reads its part: agreed, so a bad value ends every rank
+    int code = exit_success;
+    std::string message;
+    try {
+      spec.data = read_file_data(config, mesh);
+    } catch (const Error& e) {
+      code = e.exit_code();
+      message = e.what();
+    } catch (const std::exception& e) {
+      code = exit_runtime;
+      message = e.what();
+    }
+    code = agree_on_exit(mesh.comm(), code, message);
+    if (code != exit_success) return code;
+  }
   if (mesh.rank() == 0) {
     std::cout << "kpmap train: " << config.deck << " on mesh " << mesh.describe() << ", "
               << config.problem.samples << " x " << config.problem.features << ", batch " << config.train.batch
@@ -220,7 +237,7 @@ int run_train(const Config& config, const Mesh& mesh) {
   const std::optional<CommModel> model = train_comm_model(config);  // run() checked it on every rank
   Progress progress(config.train.steps, config.output.every, config.train.batch, mesh.rank() == 0);
   const TrainResult result =
-      train(train_spec(config), mesh, [&](long long step, double loss) { progress.update(step, loss); });
+      train(spec, mesh, [&](long long step, double loss) { progress.update(step, loss); });
   const Json report = train_report(config, mesh, result, model);
   write_report(mesh.comm(), config.output.report, report);
   if (result.stopped.step > 0) {  // every rank stopped at the same step
@@ -240,8 +257,12 @@ int run_train(const Config& config, const Mesh& mesh) {
   }
   if (mesh.rank() == 0) {
     char line[200];
-    std::snprintf(line, sizeof line, "final loss %.6e, weights_rel_error %.3e, %.3f s total", result.final_loss,
-                  result.weights_rel_error, report["timing"]["total"]["max"].get<double>());
+    std::snprintf(line, sizeof line, "final loss %.6e, %.3f s total", result.final_loss,
+                  report["timing"]["total"]["max"].get<double>());
+    if (result.weights_rel_error) {
+      std::snprintf(line, sizeof line, "final loss %.6e, weights_rel_error %.3e, %.3f s total", result.final_loss,
+                    *result.weights_rel_error, report["timing"]["total"]["max"].get<double>());
+    }
     std::string skipped;
     if (report.contains("skipped_steps")) skipped = ", " + std::to_string(report["skipped_steps"].size()) + " skipped steps";
     std::cout << line << skipped << (config.output.report.empty() ? "" : ", report " + config.output.report)

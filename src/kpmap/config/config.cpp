@@ -1,6 +1,7 @@
 #include "kpmap/config/config.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "kpmap/config/deck.hpp"
 #include "kpmap/config/sections.hpp"
@@ -76,7 +77,7 @@ void parse_collectives(Section& s, Config& c) {
 
 // Rules between sections; each message sits at the key the user most likely has to change.
 void check_batch(const Config& c, const Section& train) {
-  if (c.train.batch <= c.problem.samples) return;
+  if (c.train.batch <= c.problem.samples || c.problem.samples == 0) return;  // 0: from a file, checked there
   train.fail("batch", std::to_string(c.train.batch) + (train.has("batch") ? "" : " (the default)") +
                           " exceeds problem.samples " + std::to_string(c.problem.samples) +
                           " (allowed: 1 to " + std::to_string(c.problem.samples) + ")");
@@ -84,7 +85,7 @@ void check_batch(const Config& c, const Section& train) {
 
 void check_model_axis(const Config& c, const Section& axes) {
   for (const auto& a : c.mesh.axes) {
-    if (a.name != "model" || a.size <= c.problem.features) continue;
+    if (a.name != "model" || a.size <= c.problem.features || c.problem.features == 0) continue;
     const bool inferred = axes.node()["model"].as<long long>() == -1;
     axes.fail("model", "size " + std::to_string(a.size) + (inferred ? " (inferred from -1)" : "") +
                            " exceeds problem.features " + std::to_string(c.problem.features) +
@@ -134,6 +135,16 @@ nlohmann::ordered_json resolve(const Config& c, const SectionsRead& read) {
   return r;
 }
 
+// The file of an hdf5: or csv: source: a relative path written in the deck is relative to the
+// deck's directory; one from --set (a value with no place in the deck) to the working directory.
+std::string data_path(const std::string& source, const Section& problem, const std::string& deck_path) {
+  if (source == "synthetic") return {};
+  const std::filesystem::path file(source.substr(source.find(':') + 1));
+  const bool in_deck = !problem.node()["source"].Mark().is_null();
+  if (file.is_absolute() || !in_deck) return file.string();
+  return (std::filesystem::path(deck_path).parent_path() / file).string();
+}
+
 Config parse_config(const std::string& deck_path, const std::vector<std::string>& overrides, int ranks) {
   Section deck(config::load_deck(deck_path, overrides), "", deck_path);
   Config c;
@@ -158,7 +169,10 @@ Config parse_config(const std::string& deck_path, const std::vector<std::string>
   const SectionsRead read{wanted("problem"), wanted("train"), wanted("precision"), wanted("comm"),
                           !train_mode || deck.has("collectives"),
                           c.mode == Mode::bench || deck.has("bench")};
-  if (read.problem) c.problem = config::parse_problem(problem);
+  if (read.problem) {
+    c.problem = config::parse_problem(problem);
+    c.problem.data_path = data_path(c.problem.source, problem, deck_path);
+  }
   if (read.train) c.train = config::parse_train(train);
   if (read.precision) c.precision = config::parse_precision(precision);
   if (read.comm) c.comm = config::parse_comm(comm);

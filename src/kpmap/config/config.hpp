@@ -21,13 +21,18 @@ struct MeshConfig {
 };
 
 struct ProblemConfig {
-  long long samples = 0;   // rows of X; required when the section is read
-  long long features = 0;  // columns of X; required when the section is read
+  // rows and columns of X; required with source synthetic. With a file source they are 0 until
+  // the app reads the file's shape (app/data_mode.hpp), or what the deck gave, to be checked then.
+  long long samples = 0;
+  long long features = 0;
   bool bias = true;
   double noise = 0.0;      // standard deviation of the noise added to y
   long long seed = 42;
   double weight_scale = 1.0;  // w* and b* are uniform in [-weight_scale, weight_scale)
-  std::string source = "synthetic";
+  std::string source = "synthetic";  // synthetic | hdf5:PATH | csv:PATH, as the deck gives it
+  // The file of an hdf5: or csv: source (empty for synthetic): a relative PATH written in the
+  // deck is relative to the deck's directory, one given with --set to the working directory.
+  std::string data_path;
 };
 
 // Only the fields of the chosen optimizer are meaningful; the deck rejects the others.

@@ -234,15 +234,39 @@ Dtype dtype_of(const std::string& name) { return dtype_from_string(name).value()
 
 ProblemConfig parse_problem(Section& s) {
   ProblemConfig p;
-  require(s, "samples", "an integer >= 1");
-  require(s, "features", "an integer >= 1");
+  const std::string allowed_sources = "synthetic | hdf5:PATH | csv:PATH";
+  p.source = s.string("source", p.source);
+  const std::size_t colon = p.source.find(':');
+  const std::string kind = p.source.substr(0, colon);
+  if (p.source != "synthetic" && !(colon != std::string::npos && (kind == "hdf5" || kind == "csv"))) {
+    const std::string hint = closest(kind, {"synthetic", "hdf5", "csv"});
+    s.fail("source", "'" + p.source + "' is not allowed (allowed: " + allowed_sources + ")" +
+                         (hint.empty() || hint == kind ? "" : "; did you mean '" + hint + "'?"));
+  }
+  if (p.source != "synthetic" && colon + 1 == p.source.size()) {
+    s.fail("source", "'" + p.source + "' names no file (allowed: " + allowed_sources + ")");
+  }
+  const bool synthetic = p.source == "synthetic";
+  if (synthetic) {
+    require(s, "samples", "an integer >= 1");
+    require(s, "features", "an integer >= 1");
+  } else {
+    // The data decide these: a file source takes samples and features from the file (a deck that
+    // gives them must agree), and has no generator to seed.
+    for (const std::string key : {"noise", "seed", "weight_scale"}) {
+      if (!s.has(key)) continue;
+      s.fail(key, flow(s.node()[key]) + ": does not apply to problem.source '" + p.source +
+                      "' (the data come from the file; allowed with source: synthetic)");
+    }
+  }
   p.samples = s.integer("samples", p.samples, 1, unbounded);
   p.features = s.integer("features", p.features, 1, unbounded);
   p.bias = s.boolean("bias", p.bias);
-  p.noise = s.number("noise", p.noise, non_negative);
-  p.seed = s.integer("seed", p.seed, 0, unbounded);
-  p.weight_scale = s.number("weight_scale", p.weight_scale, positive);
-  p.source = s.choice("source", p.source, {"synthetic"});
+  if (synthetic) {
+    p.noise = s.number("noise", p.noise, non_negative);
+    p.seed = s.integer("seed", p.seed, 0, unbounded);
+    p.weight_scale = s.number("weight_scale", p.weight_scale, positive);
+  }
   s.finish();
   return p;
 }
@@ -353,6 +377,9 @@ BenchConfig parse_bench(Section& s, const MeshConfig& mesh) {
 }
 
 nlohmann::ordered_json to_json(const ProblemConfig& p) {
+  if (p.source != "synthetic") {
+    return {{"samples", p.samples}, {"features", p.features}, {"bias", p.bias}, {"source", p.source}};
+  }
   return {{"samples", p.samples}, {"features", p.features}, {"bias", p.bias},
           {"noise", p.noise},     {"seed", p.seed},         {"weight_scale", p.weight_scale},
           {"source", p.source}};

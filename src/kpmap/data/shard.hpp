@@ -19,6 +19,7 @@
 
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/types.hpp"
+#include "kpmap/data/source.hpp"
 #include "kpmap/data/synthetic.hpp"
 
 namespace kpmap {
@@ -105,6 +106,47 @@ Shard<T, Layout> make_shard(const execution_space& exec, const SyntheticProblem&
   Kokkos::parallel_for(
       "kpmap::data::fill_y", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, rows),
       KOKKOS_LAMBDA(long long i) { y(i) = static_cast<T>(detail::synthetic_y<T>(p, pl.global_row(i / n, i % n))); });
+  exec.fence();
+  return s;
+}
+
+// The shard from data read from a file (data/source.hpp: read_data_block, in the same row order),
+// cast to T on `exec` as make_shard casts the generator's doubles, so a file holding the synthetic
+// problem's values gives the same bits. Throws RuntimeError when the block is not the plan's and
+// columns' shape.
+template <class T, class Layout = Kokkos::LayoutRight>
+Shard<T, Layout> make_shard(const execution_space& exec, const SyntheticProblem& problem, const BatchPlan& plan,
+                            Range columns, const DataBlock& block) {
+  validate_columns(problem, columns);
+  if (plan.samples != problem.samples || block.rows != plan.batches * plan.slice.size() ||
+      block.cols != columns.size() || block.X.size() != static_cast<std::size_t>(block.rows * block.cols) ||
+      block.y.size() != static_cast<std::size_t>(block.rows)) {
+    throw RuntimeError("kpmap::make_shard: a data block of " + std::to_string(block.rows) + " x " +
+                       std::to_string(block.cols) + " for a shard of " +
+                       std::to_string(plan.batches * plan.slice.size()) + " x " + std::to_string(columns.size()));
+  }
+  Shard<T, Layout> s;
+  s.problem = problem;
+  s.plan = plan;
+  s.columns = columns;
+  const long long rows = block.rows, cols = block.cols;
+  using HostX = Kokkos::View<const double**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+  using HostY = Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+  // The block itself where the memory space can read host memory, otherwise a copy of it there.
+  const auto xd = Kokkos::create_mirror_view_and_copy(memory_space(), HostX(block.X.data(), rows, cols));
+  const auto yd = Kokkos::create_mirror_view_and_copy(memory_space(), HostY(block.y.data(), rows));
+  s.X = typename Shard<T, Layout>::matrix_type(
+      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::data::X"), rows, cols);
+  s.y = View1<T>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::data::y"), rows);
+  const auto X = s.X;
+  const auto y = s.y;
+  using policy2 = Kokkos::MDRangePolicy<execution_space, Kokkos::Rank<2>, Kokkos::IndexType<long long>>;
+  Kokkos::parallel_for(
+      "kpmap::data::cast_x", policy2(exec, {0, 0}, {rows, cols}),
+      KOKKOS_LAMBDA(long long i, long long j) { X(i, j) = static_cast<T>(xd(i, j)); });
+  Kokkos::parallel_for(
+      "kpmap::data::cast_y", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, rows),
+      KOKKOS_LAMBDA(long long i) { y(i) = static_cast<T>(yd(i)); });
   exec.fence();
   return s;
 }

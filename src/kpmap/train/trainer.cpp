@@ -73,10 +73,9 @@ RunState<S, M, Layout> make_state(const TrainSpec& spec, const StepComm<accumula
   const execution_space exec;
   RunState<S, M, Layout> s;
   const Range cols = column_range(problem.features, comm.model_index(), comm.model_size());
-  s.shard = make_shard<S, Layout>(exec, problem,
-                                  make_batch_plan(problem.samples, spec.batch, comm.data_index(),
-                                                  comm.data_size()),
-                                  cols);
+  const BatchPlan plan = make_batch_plan(problem.samples, spec.batch, comm.data_index(), comm.data_size());
+  s.shard = spec.data ? make_shard<S, Layout>(exec, problem, plan, cols, spec.data->block)
+                      : make_shard<S, Layout>(exec, problem, plan, cols);
   s.features_local = cols.size();
   s.n_params = s.features_local + (problem.bias ? 1 : 0);
   s.master = View1<M>("kpmap::train::master", comm.shard_size());  // w = 0, b = 0
@@ -263,10 +262,11 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
   return entry;
 }
 
-// The learned [w, b] over all features on every rank, and its distance to [w*, b*].
+// The learned [w, b] over all features on every rank, and its distance to [w*, b*] (from the
+// generator, or the data file's w and b; none for a file without w).
 template <class S, class M, class Layout, class Comm>
 void finish(const RunState<S, M, Layout>& s, const Mesh& mesh, Comm& comm, const SyntheticProblem& problem,
-            TrainResult& r) {
+            const FileData* data, TrainResult& r) {
   View1<M> mine = s.master;
   if (comm.sharded()) {  // every shard of the master weights
     mine = View1<M>("kpmap::train::all_master", comm.gathered_size());
@@ -280,8 +280,9 @@ void finish(const RunState<S, M, Layout>& s, const Mesh& mesh, Comm& comm, const
   if (comm.model_size() > 1) psum(mesh, "model", full, full);
   r.weights.assign(full.data(), full.data() + problem.features);
   r.bias = full(problem.features);
-  const auto w_true = true_weights(problem, 0, problem.features);
-  const double b_true = true_bias(problem);
+  if (data != nullptr && !data->truth) return;
+  const auto w_true = data != nullptr ? data->truth->w : true_weights(problem, 0, problem.features);
+  const double b_true = data != nullptr ? data->truth->b : true_bias(problem);
   double diff = (r.bias - b_true) * (r.bias - b_true), norm = b_true * b_true;
   for (long long j = 0; j < problem.features; ++j) {
     diff += (r.weights[j] - w_true[j]) * (r.weights[j] - w_true[j]);
@@ -455,7 +456,7 @@ TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const TrainSpec& spec, 
   r.data_bytes = s.shard.bytes();
   r.shard_elements = comm.shard_size();
   r.shard_padding = comm.shard_padding();
-  finish(s, mesh, comm, spec.problem, r);
+  finish(s, mesh, comm, spec.problem, spec.data.get(), r);
   return r;
 }
 

@@ -6,9 +6,12 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "kpmap/core/types.hpp"
+#include "kpmap/data/source.hpp"
 #include "kpmap/data/synthetic.hpp"
 #include "kpmap/mesh/mesh.hpp"
 #include "kpmap/model/linear_model.hpp"
@@ -38,7 +41,8 @@ struct TrainResult {
   std::vector<HistoryEntry> history;  // every step (up to the last good one when stopped)
   TrainStop stopped;
   double final_loss = 0;              // history.back().loss (NaN when the first step stopped)
-  double weights_rel_error = 0;       // |[w, b] - [w*, b*]| / |[w*, b*]| over all features
+  // |[w, b] - [w*, b*]| / |[w*, b*]| over all features; absent for data from a file without w
+  std::optional<double> weights_rel_error;
   std::vector<double> weights;        // the learned w, all features (identical on every rank)
   double bias = 0;                    // the learned b (0 without bias)
   Timers timers;                      // this rank's
@@ -53,7 +57,10 @@ struct TrainResult {
 
 // What the trainer needs to know (the app layer fills it from the deck's Config).
 struct TrainSpec {
-  SyntheticProblem problem;
+  SyntheticProblem problem;  // samples, features and bias; the generator's fields when data is null
+  // This rank's rows and columns of a data file (problem.source hdf5: or csv:), read by the app
+  // for the mesh the run gets, with the file's true weights if it has them; null: synthetic data.
+  std::shared_ptr<const FileData> data;
   long long steps = 1;
   long long batch = 1;         // global rows per step
   long long accumulation = 1;  // micro-batches per step
