@@ -257,15 +257,17 @@ int run_train(const Config& config, const Mesh& mesh) {
   }
   if (mesh.rank() == 0) {
     char line[200];
-    std::snprintf(line, sizeof line, "final loss %.6e, %.3f s total", result.final_loss,
-                  report["timing"]["total"]["max"].get<double>());
+    std::snprintf(line, sizeof line, "final loss %.6e", result.final_loss);
+    std::string summary = line;
     if (result.weights_rel_error) {
-      std::snprintf(line, sizeof line, "final loss %.6e, weights_rel_error %.3e, %.3f s total", result.final_loss,
-                    *result.weights_rel_error, report["timing"]["total"]["max"].get<double>());
+      std::snprintf(line, sizeof line, ", weights_rel_error %.3e", *result.weights_rel_error);
+      summary += line;
     }
+    std::snprintf(line, sizeof line, ", %.3f s total", report["timing"]["total"]["max"].get<double>());
+    summary += line;
     std::string skipped;
     if (report.contains("skipped_steps")) skipped = ", " + std::to_string(report["skipped_steps"].size()) + " skipped steps";
-    std::cout << line << skipped << (config.output.report.empty() ? "" : ", report " + config.output.report)
+    std::cout << summary << skipped << (config.output.report.empty() ? "" : ", report " + config.output.report)
               << std::endl;
     if (model) {
       const Json& c = report["comm_model"];
