@@ -10,7 +10,7 @@ import sys
 
 
 def fingerprint(report):
-    return ([(h["step"], h["loss"]) for h in report["history"]], report["final_loss"], report["weights_rel_error"])
+    return ([(h["step"], h["loss"]) for h in report["history"]], report["final_loss"], report.get("weights_rel_error"))
 
 
 def main(paths):
