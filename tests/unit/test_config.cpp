@@ -106,6 +106,21 @@ TEST(Config, SetOverridesAndValidatesLikeTheDeck) {
 // Lines 1-3 of every trainer deck below; the section under test starts at line 4.
 const std::string head = "mode: train\nmesh: {axes: {data: -1}}\nproblem: {samples: 4096, features: 8}\n";
 
+// A file source: samples and features wait for the file (0); a relative path in the deck is the
+// deck's directory's, one from --set the working directory's; an absolute path stays.
+TEST(ConfigTrain, FileSourcePaths) {
+  const std::string deck = "mode: train\nproblem: {source: \"csv:data/x.csv\"}\ntrain: {batch: 4}\n";
+  const auto c = load(deck);
+  EXPECT_EQ(c.problem.samples, 0);
+  EXPECT_EQ(c.problem.features, 0);
+  EXPECT_EQ(c.problem.source, "csv:data/x.csv");
+  EXPECT_EQ(c.problem.data_path, std::string(KPMAP_TEST_TMPDIR) + "/data/x.csv");
+  EXPECT_EQ(load(deck, {"problem.source=hdf5:y.h5"}).problem.data_path, "y.h5");
+  EXPECT_EQ(load(deck, {"problem.source=hdf5:/abs/y.h5"}).problem.data_path, "/abs/y.h5");
+  EXPECT_EQ(load(head).problem.data_path, "");
+  EXPECT_FALSE(c.resolved["problem"].contains("seed"));
+}
+
 TEST(ConfigTrain, DefaultsFollowTheSchema) {
   const auto c = load(head);
   EXPECT_EQ(c.mode, kpmap::Mode::train);
@@ -214,7 +229,12 @@ TEST(ConfigTrain, ProblemTypesAndRanges) {
       {"  samples: 4096\n  features: 8\n  noise: .inf\n", "deck.yaml:6:10: problem.noise: '.inf' is not a finite number"},
       {"  samples: 4096\n  features: 8\n  seed: -1\n", "deck.yaml:6:9: problem.seed: -1 is out of range (allowed: >= 0)"},
       {"  samples: 4096\n  features: 8\n  source: file\n",
-       "deck.yaml:6:11: problem.source: 'file' is not allowed (allowed: synthetic)"},
+       "deck.yaml:6:11: problem.source: 'file' is not allowed (allowed: synthetic | hdf5:PATH | csv:PATH)"},
+      {"  source: \"hdf5:\"\n", "deck.yaml:4:11: problem.source: 'hdf5:' names no file (allowed: synthetic | hdf5:PATH | csv:PATH)"},
+      {"  source: \"hdf:x.h5\"\n",
+       "deck.yaml:4:11: problem.source: 'hdf:x.h5' is not allowed (allowed: synthetic | hdf5:PATH | csv:PATH); did you mean 'hdf5'?"},
+      {"  source: \"csv:x.csv\"\n  noise: 0.1\n",
+       "deck.yaml:5:10: problem.noise: 0.1: does not apply to problem.source 'csv:x.csv' (the data come from the file; allowed with source: synthetic)"},
       {"  samples: 4096\n  features: 8\n  sample: 3\n",
        "deck.yaml:6:3: problem.sample: unknown key; did you mean 'samples'?"},
       {"  features: 8\n", "deck.yaml:4:3: problem.samples: missing; required (an integer >= 1)"},

@@ -213,17 +213,19 @@ Json train_report(const Config& config, const Mesh& mesh, const TrainResult& res
 
 int run_train(const Config& config, const Mesh& mesh) {
   TrainSpec spec = train_spec(config);
-  if (config.problem.source != "synthetic") {  // each rank reads its part: agreed, so a bad value ends every rank
+  // Each rank reads its part: agreed, so that a bad value ends every rank; the message names the
+  // lowest rank that met one.
+  if (config.problem.source != "synthetic") {
     int code = exit_success;
     std::string message;
     try {
       spec.data = read_file_data(config, mesh);
     } catch (const Error& e) {
       code = e.exit_code();
-      message = e.what();
+      message = "rank " + std::to_string(mesh.rank()) + ": " + e.what();
     } catch (const std::exception& e) {
       code = exit_runtime;
-      message = e.what();
+      message = "rank " + std::to_string(mesh.rank()) + ": " + e.what();
     }
     code = agree_on_exit(mesh.comm(), code, message);
     if (code != exit_success) return code;
