@@ -12,7 +12,10 @@ resume.py --kpmap EXE --mpiexec MPIEXEC [--np-flag -n] --deck DECK --how HOW --a
      usr1         the same with SIGUSR1, sent to the launcher (which forwards it);
      max_seconds  train.max_seconds = K seconds: exit 0 and a checkpoint, as for a signal;
      kill         SIGKILL to one rank once step K is shown: the job ends non-zero, and the newest
-                  checkpoint (checkpoint.every apart) is where it continues.
+                  checkpoint (checkpoint.every apart) is where it continues;
+     io           KPMAP_TEST_FAULT=io:K:0: rank 0's write of step K's checkpoint fails part-way:
+                  the job ends through MPI_Abort with the message once, leaves no file of step K
+                  (nor a temporary one), and continues from step K - every.
 2. The resumed run (np-b ranks, --set then --set-b, --resume DIR) runs to step S = the
    checkpoint's step + --more, and the reference run (np-a ranks, --set, no checkpoint) to S.
 3. Their histories must match entry by entry: bit for bit with --rtol 0, else within rtol
@@ -37,8 +40,8 @@ from kill_rank import descendants  # noqa: E402
 LONG = 10**9  # train.steps of a run that is stopped by a signal, a time limit or SIGKILL
 
 
-def run(cmd, timeout=300):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+def run(cmd, timeout=300, env=None):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, env=env)
     return r.returncode, r.stdout
 
 
@@ -89,7 +92,7 @@ def main():
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--np-flag", default="-n")
     p.add_argument("--deck", required=True)
-    p.add_argument("--how", choices=["steps", "sigterm", "usr1", "max_seconds", "kill"], required=True)
+    p.add_argument("--how", choices=["steps", "sigterm", "usr1", "max_seconds", "kill", "io"], required=True)
     p.add_argument("--at", type=float, required=True)
     p.add_argument("--every", type=int, default=5)
     p.add_argument("--more", type=int, default=20, help="steps the resumed run makes after the checkpoint")
@@ -118,6 +121,14 @@ def main():
         code, out = run(command(a.np_a, a.set, extra + ["train.steps=%d" % LONG, "output.every=1000",
                                                          "train.max_seconds=%g" % a.at]))
         expect_code = 0
+    elif a.how == "io":
+        env = dict(os.environ, KPMAP_TEST_FAULT="io:%d:0" % a.at)
+        code, out = run(command(a.np_a, a.set, extra + ["train.steps=%d" % (a.at + a.more)]), timeout=120, env=env)
+        expect_code = None
+        message = r"kpmap: error: rank 0: test fault: an I/O error while writing .*\.ckpt-%08d\.h5\.tmp" % a.at
+        if code == 0 or len(re.findall(message, out)) != 1:
+            print(out, end="")
+            raise SystemExit("FAIL: expected a non-zero exit and %r once (exit %d)" % (message, code))
     else:
         cmd = command(a.np_a, a.set, extra + ["train.steps=%d" % LONG, "output.every=1"])
         code, out = interrupted_run(cmd, a.how, int(a.at), os.path.basename(a.kpmap))
@@ -128,10 +139,14 @@ def main():
         raise SystemExit("FAIL: the interrupted run exited %d (expected %d)" % (code, expect_code))
     if a.how == "kill" and code == 0:
         raise SystemExit("FAIL: the killed run exited 0")
+    if a.how == "io" and not sorted(glob.glob(os.path.join(ckpt, "ckpt-*.h5")))[-1].endswith(
+            "ckpt-%08d.h5" % (a.at - a.every)):
+        raise SystemExit("FAIL: after the failed write of step %d the newest checkpoint is not step %d's: %s"
+                         % (a.at, a.at - a.every, os.listdir(ckpt)))
     files = sorted(glob.glob(os.path.join(ckpt, "ckpt-*.h5")))
     if not files:
         raise SystemExit("FAIL: no checkpoint in " + ckpt)
-    if glob.glob(os.path.join(ckpt, ".*.tmp")):
+    if glob.glob(os.path.join(ckpt, ".*")):
         problems.append("a temporary checkpoint file was left behind")
     step = int(re.search(r"ckpt-(\d+)\.h5$", files[-1]).group(1))
     if a.how in ("sigterm", "usr1", "max_seconds"):

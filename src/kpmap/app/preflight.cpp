@@ -93,6 +93,7 @@ void probe_directory(const std::string& dir, const std::string& what) {
 }  // namespace
 
 void check_checkpoint_path(const CheckpointConfig& checkpoint) {
+  if (!checkpoint.resume.empty()) find_checkpoint(checkpoint.resume);  // before the path is created
   if (checkpoint.path.empty()) return;
   const std::string what = "checkpoint.path: '" + checkpoint.path + "'";
   std::error_code ec;
