@@ -368,7 +368,7 @@ int run_train(const Config& config, const Mesh& mesh) {
       return limit > 0 && MPI_Wtime() - start >= limit ? int(stop_time) : int(stop_none);
     };
   }
-  Progress progress(config.train.steps, config.output.every, config.train.batch, mesh.rank() == 0);
+  Progress progress(config.train.steps, config.output.every, config.train.batch, mesh.rank() == 0, resume.step);
   const TrainResult result =
       train(spec, mesh, [&](long long step, double loss) { progress.update(step, loss); }, control);
   Json report = train_report(config, mesh, result, model);
