@@ -51,15 +51,17 @@ void write_text(MPI_Comm comm, const std::string& path, const std::string& text,
   if (!ok) throw RuntimeError(path + ": cannot write " + what);
 }
 
-Progress::Progress(long long total_steps, long long every, long long samples_per_step, bool enabled)
-    : total_(total_steps), every_(every), samples_per_step_(samples_per_step), enabled_(enabled),
+Progress::Progress(long long total_steps, long long every, long long samples_per_step, bool enabled,
+                   long long first_step)
+    : total_(total_steps), every_(every), samples_per_step_(samples_per_step), first_(first_step), enabled_(enabled),
       start_(MPI_Wtime()) {}
 
 void Progress::update(long long step, double loss) {
   if (!enabled_ || (step % every_ != 0 && step != total_)) return;
   const double elapsed = MPI_Wtime() - start_;
-  const double rate = elapsed > 0 ? static_cast<double>(step * samples_per_step_) / elapsed : 0.0;
-  const double eta = step > 0 ? elapsed / static_cast<double>(step) * static_cast<double>(total_ - step) : 0.0;
+  const long long done = step - first_;
+  const double rate = elapsed > 0 ? static_cast<double>(done * samples_per_step_) / elapsed : 0.0;
+  const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total_ - step) : 0.0;
   char line[160];
   std::snprintf(line, sizeof line, "step %lld/%lld  loss %.6e  %.4g samples/s  ETA %.1f s", step, total_,
                 loss, rate, eta);

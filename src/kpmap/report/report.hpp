@@ -38,11 +38,12 @@ void write_text(MPI_Comm comm, const std::string& path, const std::string& text,
 // The progress line on rank 0: "step 10/200  loss 1.234567e-01  52.1k samples/s  ETA 3.2 s".
 class Progress {
  public:
-  Progress(long long total_steps, long long every, long long samples_per_step, bool enabled);
+  // first_step: the steps done before this run (a resumed run's checkpoint), left out of the rate.
+  Progress(long long total_steps, long long every, long long samples_per_step, bool enabled, long long first_step = 0);
   void update(long long step, double loss);  // step counts from 1
 
  private:
-  long long total_, every_, samples_per_step_;
+  long long total_, every_, samples_per_step_, first_;
   bool enabled_;
   double start_;
 };
