@@ -46,7 +46,7 @@ TEST(Csv, RefusalsNameLineAndColumn) {
   EXPECT_EQ(refusal("1,1e999\n"), "t.csv:1: column 2: '1e999' is not finite (allowed: a finite number)");
   EXPECT_EQ(refusal("x,2\n"),
             "t.csv:1: column 1: 'x' is not a number (allowed: a finite number; a header line holds names only)");
-  EXPECT_EQ(refusal("1,\"2\"\n"), "t.csv:1: column 2: '\"2\"' is not a number (allowed: a finite number)");
+  EXPECT_EQ(refusal("1,2\n3,\"4\"\n"), "t.csv:2: column 2: '\"4\"' is not a number (allowed: a finite number)");
   EXPECT_EQ(refusal("a,b\n"), "t.csv:1: no data lines (allowed: at least one line of numbers)");
   EXPECT_EQ(refusal(""), "t.csv: no data lines (allowed: at least one line of numbers)");
   EXPECT_EQ(refusal("1\n2\n"), "t.csv:1: 1 column (allowed: at least two: the features, then y)");
