@@ -37,6 +37,10 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
       ->type_name("KEY=VALUE");
   app.add_option("--output", output, "Where to write the JSON report (overrides output.report)")
       ->type_name("FILE");
+  std::string resume;
+  app.add_option("--resume", resume, "Continue from a checkpoint file, or the newest in a directory "
+                                     "(overrides checkpoint.resume; docs/reliability.md)")
+      ->type_name("PATH");
   app.add_flag("--kokkos-help", "Print Kokkos' own options (--kokkos-threads, device selection, tools) and exit");
   CLI::App* fit = app.add_subcommand("fit-comm-model",
                                      "Fit the alpha-beta communication model (per collective, axis and type) of a "
@@ -65,6 +69,7 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
     return kpmap::exit_bad_input;
   }
   if (!output.empty()) options.overrides.push_back("output.report=" + output);
+  if (!resume.empty()) options.overrides.push_back("checkpoint.resume=" + resume);
   return -1;
 }
 

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Checks the report of a run that stopped at a non-finite loss or gradient.
 
-check_stopped.py REPORT.json [--step K] [--rank R]
+check_stopped.py REPORT.json [--step K] [--rank R] [--checkpoints DIR]
 
 The report must name the stop (stopped.reason, .step, .rank), hold the history of steps
 1 .. step - 1 with a finite number for every loss (no nulls) and, when that history is not
 empty, final_loss equal to its last loss. --step / --rank: the values stopped must have.
+--checkpoints: a run with checkpoint.every 1; its newest checkpoint must be that of the last good
+step (step - 1), none of the stopped step, and no temporary file left.
 """
 import argparse
 import json
 import math
+import os
 import sys
 
 
@@ -18,6 +21,7 @@ def main():
     p.add_argument("report")
     p.add_argument("--step", type=int)
     p.add_argument("--rank", type=int)
+    p.add_argument("--checkpoints")
     a = p.parse_args()
     report = json.load(open(a.report))
     problems = []
@@ -27,6 +31,11 @@ def main():
         return 1
     if stop.get("reason") != "non-finite loss or gradient":
         problems.append(f"stopped.reason {stop.get('reason')!r}")
+    if a.checkpoints:
+        names = sorted(os.listdir(a.checkpoints))
+        steps = [int(n[5:13]) for n in names if n.startswith("ckpt-") and n.endswith(".h5")]
+        if not steps or max(steps) != stop.get("step", 0) - 1 or len(steps) != len(names):
+            problems.append(f"checkpoints {names}: expected the newest at step {stop.get('step', 0) - 1} and nothing else")
     if a.step is not None and stop.get("step") != a.step:
         problems.append(f"stopped.step {stop.get('step')}, expected {a.step}")
     if a.rank is not None and stop.get("rank") != a.rank:

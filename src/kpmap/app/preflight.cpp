@@ -13,6 +13,7 @@
 #include "kpmap/app/train_mode.hpp"
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/types.hpp"
+#include "kpmap/train/checkpoint.hpp"
 
 namespace kpmap {
 
@@ -78,6 +79,37 @@ void check_memory(const MemoryEstimate& need, const NodeMemory& node, const Conf
   throw InputError(m.str());
 }
 
+namespace {
+
+// Throws InputError (`what`) unless a file can be created in the existing directory `dir`.
+void probe_directory(const std::string& dir, const std::string& what) {
+  const std::filesystem::path probe = std::filesystem::path(dir) / (".kpmap-probe-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) throw InputError(what + ": cannot create a file in '" + dir + "' (" + std::strerror(errno) + ")");
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace
+
+void check_checkpoint_path(const CheckpointConfig& checkpoint) {
+  if (!checkpoint.resume.empty()) find_checkpoint(checkpoint.resume);  // before the path is created
+  if (checkpoint.path.empty()) return;
+  const std::string what = "checkpoint.path: '" + checkpoint.path + "'";
+  std::error_code ec;
+  std::filesystem::create_directories(checkpoint.path, ec);
+  if (!std::filesystem::is_directory(checkpoint.path, ec)) {
+    throw InputError(what + ": not a directory, and cannot be created (allowed: a writable directory)");
+  }
+  probe_directory(checkpoint.path, what);
+  const auto files = list_checkpoints(checkpoint.path);
+  if (checkpoint.resume.empty() && !files.empty()) {
+    throw InputError(what + " already holds checkpoints (the newest: " + files.back().second +
+                     "); a new run does not overwrite them (allowed: resume from them with --resume " + checkpoint.path +
+                     ", or another checkpoint.path)");
+  }
+}
+
 void check_report_path(const std::string& path) {
   namespace fs = std::filesystem;
   const std::string what = "output.report (or --output): '" + path + "'";
@@ -90,14 +122,7 @@ void check_report_path(const std::string& path) {
         "' does not exist (allowed: a file in an existing, writable directory, or \"\" for no report)");
   }
   if (fs::is_directory(file, ec)) throw InputError(what + ": is a directory (allowed: a file path)");
-  const fs::path probe = dir / (".kpmap-probe-" + std::to_string(::getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) {
-    throw InputError(what + ": cannot create a file in '" + dir.string() + "' (" + std::strerror(errno) +
-                     ")");
-  }
-  ::close(fd);
-  ::unlink(probe.c_str());
+  probe_directory(dir.string(), what);
   if (fs::exists(file, ec) && ::access(path.c_str(), W_OK) != 0) {
     throw InputError(what + ": exists and cannot be written (" + std::strerror(errno) + ")");
   }
@@ -112,6 +137,7 @@ int check_before_run(const Config& config, const Mesh& mesh, std::string& messag
       check_memory(estimate_memory(train_spec(config), mesh), node, config, mesh.rank());
     if (writes_report && mesh.rank() == 0 && !config.output.report.empty())
       check_report_path(config.output.report);
+    if (config.mode == Mode::train && mesh.rank() == 0) check_checkpoint_path(config.checkpoint);
   } catch (const Error& e) {
     message = e.what();
     return e.exit_code();

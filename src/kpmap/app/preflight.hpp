@@ -37,6 +37,11 @@ void check_memory(const MemoryEstimate& need, const NodeMemory& node, const Conf
 // in it (a probe file, removed at once), and an existing `path` is a writable file. Not collective.
 void check_report_path(const std::string& path);
 
+// Throws InputError unless checkpoint.resume (when set) names a checkpoint or a directory of them,
+// and checkpoint.path (when set) is a writable directory (created if missing) that holds no
+// checkpoint unless the run resumes. Not collective.
+void check_checkpoint_path(const CheckpointConfig& checkpoint);
+
 // Every check above that applies to the deck's mode; collective over the mesh (node_memory).
 // Returns the exit code (0: fine) and the message for agree_on_exit.
 int check_before_run(const Config& config, const Mesh& mesh, std::string& message);

@@ -1,10 +1,13 @@
 #include "kpmap/app/train_mode.hpp"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 
 #include "kpmap/core/error.hpp"
+#include "kpmap/train/checkpoint.hpp"
 #include "kpmap/train/memory.hpp"
 
 namespace kpmap {
@@ -42,8 +45,9 @@ void inject_nonfinite_from_environment(TrainSpec& spec) {
 }
 
 // KPMAP_TEST_FAULT=WHERE:STEP:RANK (test only; documented in docs/reliability.md): mesh rank RANK
-// raises an exception at step STEP, inside the step (WHERE = step) or from a collective it calls
-// wrongly (WHERE = collective), while the other ranks go on.
+// raises an exception at step STEP, inside the step (WHERE = step), from a collective it calls
+// wrongly (WHERE = collective), or while it writes that step's checkpoint (WHERE = io: rank 0, the
+// writer), while the other ranks go on.
 void fault_from_environment(TrainSpec& spec) {
   const char* text = std::getenv("KPMAP_TEST_FAULT");
   if (text == nullptr || *text == '\0') return;
@@ -53,11 +57,15 @@ void fault_from_environment(TrainSpec& spec) {
   char tail = 0;
   const int fields = std::sscanf(text, "%15[a-z]:%lld:%d%c", where, &step, &rank, &tail);
   const std::string kind(where);
-  if (fields != 3 || step < 1 || rank < 0 || (kind != "step" && kind != "collective")) {
+  if (fields != 3 || step < 1 || rank < 0 || (kind != "step" && kind != "collective" && kind != "io") ||
+      (kind == "io" && rank != 0)) {
     throw InputError(std::string("KPMAP_TEST_FAULT: '") + text +
-                     "' is not WHERE:STEP:RANK (allowed: WHERE step or collective, a step >= 1 and a rank >= 0, e.g. step:5:1)");
+                     "' is not WHERE:STEP:RANK (allowed: WHERE step, collective or io, a step >= 1 and a rank >= 0 "
+                     "(0 for io: rank 0 writes checkpoints), e.g. step:5:1)");
   }
-  spec.fault = kind == "step" ? TrainSpec::Fault::step : TrainSpec::Fault::collective;
+  spec.fault = kind == "step"         ? TrainSpec::Fault::step
+               : kind == "collective" ? TrainSpec::Fault::collective
+                                      : TrainSpec::Fault::io;
   spec.fault_step = step;
   spec.fault_rank = rank;
 }
@@ -91,13 +99,117 @@ Json comm_model_json(const Config& config, const CommModel& model, const TrainRe
                            {"calls_per_step", c.calls_per_step},
                            {"predicted_s_per_step", seconds}});
   }
-  const double steps = static_cast<double>(result.history.size()) + (result.stopped.step > 0 ? 1 : 0);
+  const double steps = static_cast<double>(std::max(1LL, result.steps_run));
   const double measured =
       (timing["comm"]["avg"].get<double>() + timing["comm_in_flight"]["avg"].get<double>()) / steps;
   return {{"file", config.comm.model},
           {"predicted_s_per_step", predicted},
           {"measured_s_per_step", measured},
           {"collectives", collectives}};
+}
+
+// ---- checkpoints (docs/reliability.md) ----
+
+// The deck's keys a resumed run must share with the run that wrote the checkpoint: the resolved
+// deck without those that may change between the two (the mesh, comm, the step count, the
+// kernel, accumulation, the time limit, checkpoint and output).
+Json checkpoint_identity(const Config& config) {
+  Json id = config.resolved;
+  for (const char* key : {"mode", "mesh", "comm", "checkpoint", "output"}) id.erase(key);
+  for (const char* key : {"steps", "kernel", "accumulation", "max_seconds"}) id["train"].erase(key);
+  return id;
+}
+
+void flatten(const Json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (!j.is_object()) {
+    out[prefix] = j.dump();
+    return;
+  }
+  for (const auto& [key, value] : j.items()) flatten(value, prefix.empty() ? key : prefix + "." + key, out);
+}
+
+// "problem.seed: 42 in the checkpoint, 7 here; ..." for every key that differs.
+std::string identity_difference(const Json& stored, const Json& here) {
+  std::map<std::string, std::string> a, b;
+  flatten(stored, "", a);
+  flatten(here, "", b);
+  for (const auto& [key, value] : b) a.emplace(key, "(absent)");
+  std::string out;
+  for (const auto& [key, value] : a) {
+    const auto it = b.find(key);
+    const std::string mine = it == b.end() ? "(absent)" : it->second;
+    if (mine != value) out += (out.empty() ? "" : "; ") + key + ": " + value + " in the checkpoint, " + mine + " here";
+  }
+  return out;
+}
+
+// checkpoint.resume: rank 0 finds, reads and checks the checkpoint against the deck, and every
+// rank gets its state. A bad one is bad input, agreed: exit 2 on every rank, one message.
+int load_resume(const Config& config, const Mesh& mesh, TrainState& state, std::string& file) {
+  int code = exit_success;
+  std::string message;
+  if (mesh.rank() == 0) {
+    try {
+      file = find_checkpoint(config.checkpoint.resume);
+      CheckpointInfo info;
+      state = read_checkpoint(file, info);
+      const Json stored = Json::parse(info.identity, nullptr, false);
+      const Json here = checkpoint_identity(config);
+      if (stored != here) {
+        throw InputError("checkpoint " + file + " belongs to another run: " + identity_difference(stored, here) +
+                         " (a resumed run may change only mesh, comm, train.steps, train.kernel, train.accumulation, "
+                         "train.max_seconds, checkpoint and output)");
+      }
+      if (state.step >= config.train.steps) {
+        throw InputError("checkpoint " + file + " is at step " + std::to_string(state.step) + ", train.steps is " +
+                         std::to_string(config.train.steps) + ": nothing left to run (allowed: train.steps > " +
+                         std::to_string(state.step) + ")");
+      }
+    } catch (const Error& e) {
+      code = e.exit_code();
+      message = e.what();
+    }
+  }
+  code = agree_on_exit(mesh.comm(), code, message);
+  if (code == exit_success) broadcast(state, mesh.comm());
+  return code;
+}
+
+// SIGTERM and SIGUSR1 (a batch system's notice) set a flag that the trainer's stop request reads
+// after every step; the previous handlers come back when the run ends.
+volatile std::sig_atomic_t stop_signal = 0;
+extern "C" void on_stop_signal(int signal) { stop_signal = signal; }
+
+class StopSignals {
+ public:
+  StopSignals() {
+    stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, &term_);
+    sigaction(SIGUSR1, &action, &usr1_);
+  }
+  ~StopSignals() {
+    sigaction(SIGTERM, &term_, nullptr);
+    sigaction(SIGUSR1, &usr1_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction term_ {}, usr1_ {};
+};
+
+// TrainControl::stop_request codes, the largest wins.
+enum StopReason : int { stop_none = 0, stop_time = 1, stop_usr1 = 2, stop_term = 3 };
+const char* stop_reason_name(int code) {
+  switch (code) {
+    case stop_time: return "train.max_seconds";
+    case stop_usr1: return "SIGUSR1";
+    case stop_term: return "SIGTERM";
+  }
+  return "none";
 }
 
 }  // namespace
@@ -218,10 +330,55 @@ int run_train(const Config& config, const Mesh& mesh) {
               << precision_summary(config.precision) << ", kernel " << config.train.kernel << std::endl;
   }
   const std::optional<CommModel> model = train_comm_model(config);  // run() checked it on every rank
+  const TrainSpec spec = train_spec(config);
+  const CheckpointConfig& checkpoint = config.checkpoint;
+  TrainControl control;
+  TrainState resume;
+  std::string resume_file;
+  if (!checkpoint.resume.empty()) {
+    const int code = load_resume(config, mesh, resume, resume_file);
+    if (code != exit_success) return code;
+    control.resume = &resume;
+    if (mesh.rank() == 0) std::cout << "resuming from " << resume_file << " after step " << resume.step << std::endl;
+  }
+  std::optional<StopSignals> signals;
+  std::string last_checkpoint;
+  if (!checkpoint.path.empty()) {
+    signals.emplace();
+    CheckpointInfo info;
+    info.identity = checkpoint_identity(config).dump();
+    info.config = config.resolved.dump();
+    info.mesh = mesh.describe();
+    info.params = to_string(config.precision.params);
+    info.optimizer = config.train.optimizer.name;
+    info.features = config.problem.features;
+    info.bias = config.problem.bias;
+    const BatchPlan plan = make_batch_plan(config.problem.samples, config.train.batch, 0, 1);
+    control.every = checkpoint.every;
+    control.save = [&, info, plan](const TrainState& state) mutable {
+      if (mesh.rank() != 0) return;
+      info.next_batch = plan.batch_of_step(state.step);
+      const bool fault = spec.fault == TrainSpec::Fault::io && spec.fault_step == state.step;
+      last_checkpoint = write_checkpoint(checkpoint.path, state, info, checkpoint.keep, fault);
+    };
+    const double start = MPI_Wtime(), limit = config.train.max_seconds;
+    control.stop_request = [start, limit] {
+      if (stop_signal == SIGTERM) return int(stop_term);
+      if (stop_signal == SIGUSR1) return int(stop_usr1);
+      return limit > 0 && MPI_Wtime() - start >= limit ? int(stop_time) : int(stop_none);
+    };
+  }
   Progress progress(config.train.steps, config.output.every, config.train.batch, mesh.rank() == 0);
   const TrainResult result =
-      train(train_spec(config), mesh, [&](long long step, double loss) { progress.update(step, loss); });
-  const Json report = train_report(config, mesh, result, model);
+      train(spec, mesh, [&](long long step, double loss) { progress.update(step, loss); }, control);
+  Json report = train_report(config, mesh, result, model);
+  if (control.resume != nullptr) report["resumed_from"] = {{"checkpoint", resume_file}, {"step", resume.step}};
+  if (!last_checkpoint.empty()) report["checkpoint"] = {{"last", last_checkpoint}};
+  if (result.interrupted != stop_none) {
+    report["interrupted"] = {{"reason", stop_reason_name(result.interrupted)},
+                             {"step", result.history.back().step},
+                             {"checkpoint", last_checkpoint}};
+  }
   write_report(mesh.comm(), config.output.report, report);
   if (result.stopped.step > 0) {  // every rank stopped at the same step
     if (mesh.rank() == 0) {
@@ -237,6 +394,11 @@ int run_train(const Config& config, const Mesh& mesh) {
                 << std::endl;
     }
     return exit_runtime;
+  }
+  if (result.interrupted != stop_none && mesh.rank() == 0) {
+    std::cout << "kpmap: stopped by " << stop_reason_name(result.interrupted) << " after step "
+              << result.history.back().step << " of " << config.train.steps << ", checkpoint " << last_checkpoint
+              << "; continue with --resume " << checkpoint.path << std::endl;
   }
   if (mesh.rank() == 0) {
     char line[200];

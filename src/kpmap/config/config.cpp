@@ -114,9 +114,24 @@ void check_reproducible(const Config& c, const Section& comm) {
   if (c.comm.overlap) fail("overlap", "true", "false");
 }
 
+// Checkpoints belong to training runs; a time limit stops a run resumably, so it needs somewhere
+// to put the checkpoint.
+void check_checkpoint(const Config& c, const Section& checkpoint, const Section& train) {
+  if (c.mode != Mode::train && checkpoint.node().size() > 0) {
+    const std::string key = checkpoint.node().begin()->first.Scalar();
+    checkpoint.fail(key, "does not apply to mode " + to_string(c.mode) +
+                             " (allowed only with mode: train, whose state a checkpoint holds)");
+  }
+  if (c.train.max_seconds > 0 && c.checkpoint.path.empty()) {
+    train.fail("max_seconds", config::flow(train.node()["max_seconds"]) +
+                                  " needs checkpoint.path: the run stops after that time with a checkpoint "
+                                  "to resume from (allowed: 0 without checkpoint.path)");
+  }
+}
+
 // Which optional sections were read (and so belong in the resolved deck).
 struct SectionsRead {
-  bool problem, train, precision, comm, collectives, bench;
+  bool problem, train, precision, comm, checkpoint, collectives, bench;
 };
 
 nlohmann::ordered_json resolve(const Config& c, const SectionsRead& read) {
@@ -127,6 +142,7 @@ nlohmann::ordered_json resolve(const Config& c, const SectionsRead& read) {
   if (read.train) r["train"] = config::to_json(c.train);
   if (read.precision) r["precision"] = config::to_json(c.precision);
   if (read.comm) r["comm"] = config::to_json(c.comm);
+  if (read.checkpoint) r["checkpoint"] = config::to_json(c.checkpoint);
   if (read.collectives) r["collectives"]["axis"] = c.collectives.axis;
   if (read.bench) r["bench"] = config::to_json(c.bench);
   r["output"] = {{"every", c.output.every}, {"report", c.output.report}};
@@ -144,6 +160,7 @@ Config parse_config(const std::string& deck_path, const std::vector<std::string>
   Section train = deck.section("train");
   Section precision = deck.section("precision");
   Section comm = deck.section("comm");
+  Section checkpoint = deck.section("checkpoint");
   Section collectives = deck.section("collectives");
   Section bench = deck.section("bench");
   Section output = deck.section("output");
@@ -155,13 +172,14 @@ Config parse_config(const std::string& deck_path, const std::vector<std::string>
   // present is still read completely, so a typo in it is never ignored.
   const bool train_mode = c.mode == Mode::train;
   const auto wanted = [&](const std::string& key) { return train_mode || deck.has(key); };
-  const SectionsRead read{wanted("problem"), wanted("train"), wanted("precision"), wanted("comm"),
+  const SectionsRead read{wanted("problem"), wanted("train"), wanted("precision"), wanted("comm"), wanted("checkpoint"),
                           !train_mode || deck.has("collectives"),
                           c.mode == Mode::bench || deck.has("bench")};
   if (read.problem) c.problem = config::parse_problem(problem);
   if (read.train) c.train = config::parse_train(train);
   if (read.precision) c.precision = config::parse_precision(precision);
   if (read.comm) c.comm = config::parse_comm(comm);
+  if (read.checkpoint) c.checkpoint = config::parse_checkpoint(checkpoint);
   parse_collectives(collectives, c);
   if (read.bench) c.bench = config::parse_bench(bench, c.mesh);
   c.output.every = output.integer("every", c.output.every, 1, config::unbounded);
@@ -177,6 +195,7 @@ Config parse_config(const std::string& deck_path, const std::vector<std::string>
   if (train_mode) check_model_axis(c, axes);
   if (read.precision && read.comm) check_bucket_bytes(c, comm);
   if (read.precision && read.comm) check_reproducible(c, comm);
+  check_checkpoint(c, checkpoint, train);
   c.resolved = resolve(c, read);
   return c;
 }

@@ -46,6 +46,7 @@ struct TrainConfig {
   long long accumulation = 1;  // micro-batches per step, each batch / accumulation rows
   std::string kernel = "fused";  // fused | kokkos_kernels (kpmap::GradientKernel in the model layer)
   OptimizerConfig optimizer;
+  double max_seconds = 0;  // > 0: after this many seconds, checkpoint and stop (needs checkpoint.path)
 };
 
 // precision.scaler: the dynamic loss scaler's settings (the usual defaults of dynamic scalers).
@@ -73,6 +74,15 @@ struct CommConfig {
   // comm.model: a communication model file (kpmap fit-comm-model, docs/bench.md); "" for none.
   std::string model;
   std::string model_where;  // "deck.yaml:12:10: comm.model", for messages about the file
+};
+
+// checkpoint: where and how often a training run saves its state (docs/reliability.md), and the
+// checkpoint it continues from. Mode train only.
+struct CheckpointConfig {
+  std::string path;    // directory of the checkpoint files ("" for none)
+  long long every = 0;  // a checkpoint after every this many steps (0: only at the end or a stop)
+  long long keep = 2;   // the newest this many checkpoint files are kept
+  std::string resume;   // a checkpoint file, or a directory (its newest); "" to start afresh
 };
 
 struct CollectivesConfig {
@@ -107,6 +117,7 @@ struct Config {
   TrainConfig train;
   PrecisionConfig precision;
   CommConfig comm;
+  CheckpointConfig checkpoint;
   CollectivesConfig collectives;
   BenchConfig bench;
   OutputConfig output;

@@ -261,6 +261,7 @@ TrainConfig parse_train(Section& s) {
   t.kernel = s.choice("kernel", t.kernel, {"fused", "kokkos_kernels"});
   Section optimizer = s.section("optimizer");
   t.optimizer = parse_optimizer(optimizer);
+  t.max_seconds = s.number("max_seconds", t.max_seconds, non_negative);
   s.finish();
   return t;
 }
@@ -309,6 +310,22 @@ CommConfig parse_comm(Section& s) {
   c.overlap = s.boolean("overlap", c.overlap);
   c.model = s.string("model", c.model);
   c.model_where = s.where("model");
+  s.finish();
+  return c;
+}
+
+CheckpointConfig parse_checkpoint(Section& s) {
+  CheckpointConfig c;
+  c.path = s.string("path", c.path);
+  c.every = s.integer("every", c.every, 0, unbounded);
+  c.keep = s.integer("keep", c.keep, 1, unbounded);
+  c.resume = s.string("resume", c.resume);
+  for (const char* key : {"every", "keep"}) {
+    if (c.path.empty() && s.has(key)) {
+      s.fail(key, flow(s.node()[key]) + " does not apply without checkpoint.path (allowed only with a "
+                                        "checkpoint.path: the directory the checkpoints go to)");
+    }
+  }
   s.finish();
   return c;
 }
@@ -367,7 +384,7 @@ nlohmann::ordered_json to_json(const TrainConfig& t) {
     o["eps"] = t.optimizer.eps;
   }
   return {{"steps", t.steps},   {"batch", t.batch},   {"accumulation", t.accumulation},
-          {"kernel", t.kernel}, {"optimizer", o}};
+          {"kernel", t.kernel}, {"optimizer", o},   {"max_seconds", t.max_seconds}};
 }
 
 nlohmann::ordered_json to_json(const PrecisionConfig& p) {
@@ -393,6 +410,10 @@ nlohmann::ordered_json to_json(const CommConfig& c) {
   nlohmann::ordered_json o{{"strategy", c.strategy}, {"bucket_bytes", c.bucket_bytes}, {"overlap", c.overlap}};
   if (!c.model.empty()) o["model"] = c.model;
   return o;
+}
+
+nlohmann::ordered_json to_json(const CheckpointConfig& c) {
+  return {{"path", c.path}, {"every", c.every}, {"keep", c.keep}, {"resume", c.resume}};
 }
 
 nlohmann::ordered_json to_json(const BenchConfig& b) {

@@ -16,6 +16,7 @@ ProblemConfig parse_problem(Section& problem);
 TrainConfig parse_train(Section& train);
 PrecisionConfig parse_precision(Section& precision);
 CommConfig parse_comm(Section& comm);
+CheckpointConfig parse_checkpoint(Section& checkpoint);
 // The axes of bench.axes are checked against the mesh's.
 BenchConfig parse_bench(Section& bench, const MeshConfig& mesh);
 
@@ -25,6 +26,7 @@ nlohmann::ordered_json to_json(const ProblemConfig& problem);
 nlohmann::ordered_json to_json(const TrainConfig& train);
 nlohmann::ordered_json to_json(const PrecisionConfig& precision);
 nlohmann::ordered_json to_json(const CommConfig& comm);
+nlohmann::ordered_json to_json(const CheckpointConfig& checkpoint);
 nlohmann::ordered_json to_json(const BenchConfig& bench);  // a one-axis entry as a string
 
 }  // namespace kpmap::config

@@ -68,6 +68,12 @@ void adam_kernel(const execution_space& exec, long long n, AdamScalars<T> a, con
 
 }  // namespace
 
+std::vector<std::string> optimizer_state_names(const std::string& name) {
+  if (name == "momentum") return {"velocity"};
+  if (name == "adam") return {"m", "v"};
+  return {};
+}
+
 void validate(const OptimizerSpec& s) {
   if (s.name != "sgd" && s.name != "momentum" && s.name != "adam") {
     throw InputError("train.optimizer.name: '" + s.name + "' is not one of sgd, momentum, adam");

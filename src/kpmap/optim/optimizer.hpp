@@ -37,6 +37,10 @@ struct OptimizerSpec {
 // Throws InputError naming the train.optimizer.* key, the value and what is allowed.
 void validate(const OptimizerSpec& spec);
 
+// The names of optimizer `name`'s state Views, in Optimizer::state() order (checkpoint
+// datasets): sgd {}, momentum {velocity}, adam {m, v}.
+std::vector<std::string> optimizer_state_names(const std::string& name);
+
 // T: parameter (master) and state type; G: gradient type.
 template <class T, class G = T>
 class Optimizer {

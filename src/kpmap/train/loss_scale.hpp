@@ -30,6 +30,12 @@ class LossScaler {
   bool enabled() const { return spec_.kind != LossScaleSpec::Kind::none; }
   bool dynamic() const { return spec_.kind == LossScaleSpec::Kind::dynamic; }
   double scale() const { return scale_; }
+  long long clean_steps() const { return clean_; }
+  // A checkpoint's state (TrainState::loss_scale, clean_steps).
+  void restore(double scale, long long clean_steps) {
+    scale_ = scale;
+    clean_ = clean_steps;
+  }
 
   // After a step's reduction: whether to apply its update (false: skip), and the next scale.
   bool update(bool all_finite) {

@@ -318,6 +318,10 @@ class StepComm {
     loss_exponent_ = exponent_(0);
   }
 
+  // The loss slot's exponent now (a checkpoint's TrainState::loss_exponent), and its restore.
+  int loss_exponent() const { return loss_exponent_; }
+  void set_loss_exponent(int e) { loss_exponent_ = e; }
+
   // precision.reproducible (model/repro_model.hpp): the psum over `data` of the step's exact
   // accumulators. They hold doubles whose every partial sum is exact, so the result does not
   // depend on MPI's order of additions.

@@ -214,7 +214,9 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
                   const TrainSpec& spec, int rank, Timers& timers, TrainStop& stop) {
   using Acc = accumulation_t<S>;
   const execution_space exec;
-  if (s.step + 1 == spec.fault_step && rank == spec.fault_rank) raise_fault(spec.fault, comm.mesh(), s.step + 1, rank);
+  if (s.step + 1 == spec.fault_step && rank == spec.fault_rank && spec.fault != TrainSpec::Fault::io) {
+    raise_fault(spec.fault, comm.mesh(), s.step + 1, rank);
+  }
   Kokkos::deep_copy(exec, s.stats, Acc(0));
   const bool overlap = spec.comm_spec.overlap;
   const double loss_sum = local_sums(s, model, comm, spec.accumulation, overlap, timers);
@@ -425,27 +427,158 @@ HistoryEntry repro_step(RunState<S, M, Layout>& s, ReproState<S>& rs, Comm& comm
   return entry;
 }
 
+// ---- checkpoints (TrainState) ----
+
+// The index in a TrainState vector ([w over all features, b]) of element k of this rank's master
+// weights and optimizer state, or -1 for padding; `saves`: this rank is the one whose copy a
+// checkpoint takes (each element has one: data rank 0's under allreduce, model rank 0's bias).
+template <class S, class M, class Layout, class Comm>
+long long state_index(const RunState<S, M, Layout>& s, const Comm& comm, long long features, long long k, bool& saves) {
+  const long long slot = comm.shard_begin() + k;  // in this model slice's [w, b]
+  saves = comm.sharded() || comm.data_index() == 0;
+  if (slot < s.features_local) return s.shard.columns.begin + slot;
+  if (slot >= s.n_params) return -1;
+  saves = saves && comm.model_index() == 0;
+  return features;
+}
+
+// The master weights first, then the optimizer's state.
+template <class S, class M, class Layout>
+std::vector<View1<M>> state_views(const RunState<S, M, Layout>& s) {
+  std::vector<View1<M>> views{s.master};
+  for (const auto& v : s.optimizer->state()) views.push_back(v);
+  return views;
+}
+
+// Every rank's part of the state, gathered on mesh rank 0 (one MPI_Gatherv of indices and one of
+// values); the other ranks return the scalars only.
+template <class S, class M, class Layout, class Comm>
+TrainState collect_state(const RunState<S, M, Layout>& s, Comm& comm, const LossScaler& scaler,
+                         const TrainSpec& spec, const Mesh& mesh) {
+  const long long features = spec.problem.features, length = features + (spec.problem.bias ? 1 : 0);
+  std::vector<long long> index, local;
+  for (long long k = 0; k < comm.shard_size(); ++k) {
+    bool saves = false;
+    const long long g = state_index(s, comm, features, k, saves);
+    if (g >= 0 && saves) {
+      index.push_back(g);
+      local.push_back(k);
+    }
+  }
+  const auto views = state_views(s);
+  std::vector<double> values;  // view by view
+  for (const auto& v : views) {
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+    for (long long k : local) values.push_back(static_cast<double>(host(k)));
+  }
+  const int n = static_cast<int>(index.size()), root = 0, nv = static_cast<int>(views.size());
+  std::vector<int> counts(mesh.rank() == root ? mesh.size() : 0), displs(counts.size());
+  check_mpi(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, mesh.comm()), "MPI_Gather");
+  int total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  std::vector<long long> all_index(static_cast<std::size_t>(total));
+  check_mpi(MPI_Gatherv(index.data(), n, MPI_LONG_LONG, all_index.data(), counts.data(), displs.data(), MPI_LONG_LONG,
+                        root, mesh.comm()),
+            "MPI_Gatherv");
+  for (auto& c : counts) c *= nv;
+  for (auto& d : displs) d *= nv;
+  std::vector<double> all_values(static_cast<std::size_t>(total) * nv);
+  check_mpi(MPI_Gatherv(values.data(), n * nv, MPI_DOUBLE, all_values.data(), counts.data(), displs.data(), MPI_DOUBLE,
+                        root, mesh.comm()),
+            "MPI_Gatherv");
+  TrainState state;
+  state.step = s.step;
+  state.loss_scale = scaler.scale();
+  state.clean_steps = scaler.clean_steps();
+  state.loss_exponent = comm.loss_exponent();
+  if (mesh.rank() != root) return state;
+  if (total != length) {
+    throw RuntimeError("checkpoint: the ranks hold " + std::to_string(total) + " of " + std::to_string(length) +
+                       " parameters");
+  }
+  std::vector<std::vector<double>> full(static_cast<std::size_t>(nv), std::vector<double>(length));
+  for (std::size_t r = 0; r < counts.size(); ++r) {  // rank r's indices, then its values view by view
+    const int m = counts[r] / nv;
+    const long long* idx = all_index.data() + displs[r] / nv;
+    const double* from = all_values.data() + displs[r];
+    for (int v = 0; v < nv; ++v) {
+      for (int i = 0; i < m; ++i) full[v][idx[i]] = from[v * m + i];
+    }
+  }
+  state.master = std::move(full.front());
+  state.optimizer.assign(std::make_move_iterator(full.begin() + 1), std::make_move_iterator(full.end()));
+  return state;
+}
+
+// The run continues from `state`: this rank's elements of every vector (padding zero), the step,
+// the loss scaler and the wire's loss exponent, then the kernels' parameters from the master
+// weights as after any update.
+template <class S, class M, class Layout, class Comm>
+void restore_state(RunState<S, M, Layout>& s, Comm& comm, LossScaler& scaler, const TrainState& state,
+                   const TrainSpec& spec) {
+  const auto views = state_views(s);
+  for (std::size_t v = 0; v < views.size(); ++v) {
+    const std::vector<double>& from = v == 0 ? state.master : state.optimizer[v - 1];
+    auto host = Kokkos::create_mirror_view(Kokkos::HostSpace(), views[v]);
+    for (long long k = 0; k < comm.shard_size(); ++k) {
+      bool saves = false;
+      const long long g = state_index(s, comm, spec.problem.features, k, saves);
+      host(k) = g >= 0 ? static_cast<M>(from[g]) : M(0);
+    }
+    Kokkos::deep_copy(views[v], host);
+  }
+  s.step = state.step;
+  scaler.restore(state.loss_scale, state.clean_steps);
+  comm.set_loss_exponent(state.loss_exponent);
+  const execution_space exec;
+  refresh_params(s, comm, exec);
+  exec.fence();
+}
+
+// After every step: one agreed stop request (the largest code over the mesh).
+int agreed_stop(const TrainControl& control, const Mesh& mesh) {
+  if (!control.stop_request) return 0;
+  int code = control.stop_request();
+  if (mesh.size() > 1) check_mpi(MPI_Allreduce(MPI_IN_PLACE, &code, 1, MPI_INT, MPI_MAX, mesh.comm()), "MPI_Allreduce");
+  return code;
+}
+
 // The step loop and the result, whatever the step: one_step() returns the step's HistoryEntry;
 // workspace_bytes(): the step's buffers beyond the state's gradient, after the steps (the
 // report's memory.gradients).
+// control: resume from a state (restored by the caller), save it on schedule, stop on request.
 template <class S, class M, class Layout, class Comm, class OneStep, class Workspace>
-TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const TrainSpec& spec, const Mesh& mesh,
-                  const StepCallback& on_step, TrainResult& r, OneStep&& one_step, Workspace&& workspace_bytes) {
+TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const LossScaler& scaler, const TrainSpec& spec,
+                  const Mesh& mesh, const StepCallback& on_step, const TrainControl& control, TrainResult& r,
+                  OneStep&& one_step, Workspace&& workspace_bytes) {
   const double start = MPI_Wtime();
   std::size_t bytes = 0;
   long long calls = 0;
+  if (control.resume != nullptr) r.history = control.resume->history;
   comm.take_collectives(1);  // only the steps' calls
   while (s.step < spec.steps) {
     const HistoryEntry entry = one_step();
+    ++r.steps_run;
     bytes += comm.take_bytes();
     calls += comm.take_calls();
     if (r.stopped.step > 0) break;
     r.history.push_back(entry);
     if (on_step) on_step(entry.step, entry.loss);
+    r.interrupted = agreed_stop(control, mesh);
+    const bool due = (control.every > 0 && s.step % control.every == 0) || s.step == spec.steps;
+    if (control.save && (due || r.interrupted != 0)) {
+      TrainState state = collect_state(s, comm, scaler, spec, mesh);
+      state.history = r.history;
+      control.save(state);
+    }
+    if (r.interrupted != 0) break;
   }
   r.timers.add(Phase::total, MPI_Wtime() - start);
   r.final_loss = r.history.empty() ? std::numeric_limits<double>::quiet_NaN() : r.history.back().loss;
-  const long long steps_run = static_cast<long long>(r.history.size()) + (r.stopped.step > 0 ? 1 : 0);
+  const long long steps_run = std::max(1LL, r.steps_run);
   r.collectives = comm.take_collectives(steps_run);
   r.comm_bytes_per_step = bytes / static_cast<std::size_t>(steps_run);
   r.comm_calls_per_step = static_cast<double>(calls) / static_cast<double>(steps_run);
@@ -460,7 +593,8 @@ TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const TrainSpec& spec, 
 }
 
 template <class S, class M, class Layout>
-TrainResult run_reproducible(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
+TrainResult run_reproducible(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step,
+                             const TrainControl& control) {
   if constexpr (is_half<S>::value) {
     throw InputError("precision.reproducible: true needs precision.compute fp64 or fp32, not " + to_string(dtype_v<S>));
   } else {
@@ -474,41 +608,50 @@ TrainResult run_reproducible(const TrainSpec& spec, const Mesh& mesh, const Step
     r.reproducible = true;
     StepComm<Acc> comm(mesh, dtype_v<Acc>, false, spec.comm_spec, slice_params(spec, mesh));
     RunState<S, M, Layout> s = make_state<S, M, Layout>(spec, comm);
+    LossScaler scaler(spec.loss_scale);  // none: a checkpoint records scale 1
+    if (control.resume != nullptr) restore_state(s, comm, scaler, *control.resume, spec);
     ReproState<S> rs = make_repro_state(s, comm);
     return drive(
-        s, comm, spec, mesh, on_step, r, [&] { return repro_step(s, rs, comm, spec, r.timers); },
+        s, comm, scaler, spec, mesh, on_step, control, r, [&] { return repro_step(s, rs, comm, spec, r.timers); },
         [&] { return (rs.acc.span() + rs.zacc.span() + rs.z.span()) * sizeof(double) + rs.model.workspace_bytes(); });
   }
 }
 
 template <class S, class M, class Layout>
-TrainResult run(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
-  if (spec.reproducible) return run_reproducible<S, M, Layout>(spec, mesh, on_step);
+TrainResult run(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step, const TrainControl& control) {
+  if (spec.reproducible) return run_reproducible<S, M, Layout>(spec, mesh, on_step, control);
   using Acc = accumulation_t<S>;
   TrainResult r;
   LossScaler scaler(spec.loss_scale);
   StepComm<Acc> comm(mesh, spec.comm, scaler.enabled(), spec.comm_spec, slice_params(spec, mesh));
   RunState<S, M, Layout> s = make_state<S, M, Layout>(spec, comm);
-  if (comm.casts()) comm.start_loss_exponent(first_loss_estimate(s));
+  if (control.resume != nullptr) {
+    restore_state(s, comm, scaler, *control.resume, spec);
+  } else if (comm.casts()) {
+    comm.start_loss_exponent(first_loss_estimate(s));
+  }
   LinearModel<S, Acc> model(spec.kernel);
   return drive(
-      s, comm, spec, mesh, on_step, r, [&] { return step(s, model, comm, scaler, spec, mesh.rank(), r.timers, r.stopped); },
+      s, comm, scaler, spec, mesh, on_step, control, r,
+      [&] { return step(s, model, comm, scaler, spec, mesh.rank(), r.timers, r.stopped); },
       [&] { return comm.wire_bytes(); });
 }
 
 template <class S, class M>
-TrainResult run_with_kernel(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
+TrainResult run_with_kernel(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step,
+                            const TrainControl& control) {
   if (spec.kernel == GradientKernel::fused) {
-    return run<S, M, preferred_layout_t<GradientKernel::fused>>(spec, mesh, on_step);
+    return run<S, M, preferred_layout_t<GradientKernel::fused>>(spec, mesh, on_step, control);
   }
-  return run<S, M, preferred_layout_t<GradientKernel::kokkos_kernels>>(spec, mesh, on_step);
+  return run<S, M, preferred_layout_t<GradientKernel::kokkos_kernels>>(spec, mesh, on_step, control);
 }
 
 template <class S>
-TrainResult run_with_params(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
-  if (spec.params == Dtype::fp64) return run_with_kernel<S, double>(spec, mesh, on_step);
+TrainResult run_with_params(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step,
+                            const TrainControl& control) {
+  if (spec.params == Dtype::fp64) return run_with_kernel<S, double>(spec, mesh, on_step, control);
   if constexpr (!std::is_same_v<S, double>) {
-    if (spec.params == Dtype::fp32) return run_with_kernel<S, float>(spec, mesh, on_step);
+    if (spec.params == Dtype::fp32) return run_with_kernel<S, float>(spec, mesh, on_step, control);
   }
   throw InputError("precision.params: " + to_string(spec.params) + " is narrower than precision.compute " +
                    to_string(dtype_v<S>) + " (allowed: fp64" + (std::is_same_v<S, double> ? "" : " | fp32") + ")");
@@ -547,12 +690,12 @@ std::vector<CollectiveKey> step_collective_keys(const TrainSpec& spec, const std
   return keys;
 }
 
-TrainResult train(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step) {
+TrainResult train(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step, const TrainControl& control) {
   switch (spec.compute) {
-    case Dtype::fp64: return run_with_params<double>(spec, mesh, on_step);
-    case Dtype::fp32: return run_with_params<float>(spec, mesh, on_step);
-    case Dtype::bf16: return run_with_params<bf16>(spec, mesh, on_step);
-    case Dtype::fp16: return run_with_params<fp16>(spec, mesh, on_step);
+    case Dtype::fp64: return run_with_params<double>(spec, mesh, on_step, control);
+    case Dtype::fp32: return run_with_params<float>(spec, mesh, on_step, control);
+    case Dtype::bf16: return run_with_params<bf16>(spec, mesh, on_step, control);
+    case Dtype::fp16: return run_with_params<fp16>(spec, mesh, on_step, control);
   }
   throw InputError("precision.compute: unknown type");
 }

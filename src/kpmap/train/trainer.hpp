@@ -34,9 +34,37 @@ struct TrainStop {
   bool in_own = false;  // in that rank's own loss or gradient (false: only in the reduced sums)
 };
 
+// The state a checkpoint holds (train/checkpoint.hpp), independent of the mesh: every vector
+// over all features, w then b (with bias), in the master precision's values.
+struct TrainState {
+  long long step = 0;                  // completed steps; the data position is a function of it
+  std::vector<double> master;          // the master weights
+  std::vector<std::vector<double>> optimizer;  // the optimizer's state, in Optimizer::state_names() order
+  double loss_scale = 1.0;             // the loss scaler's scale and clean steps in a row
+  long long clean_steps = 0;
+  int loss_exponent = 0;               // the 16-bit wire's loss exponent (train/step_comm.hpp)
+  std::vector<HistoryEntry> history;   // steps 1 to step
+};
+
+// How a run saves its state and stops on request (app layer: checkpoint files, signals, a time
+// limit).
+struct TrainControl {
+  const TrainState* resume = nullptr;  // continue from this state (the same on every rank)
+  // Called on every rank after every `every` steps (0: never on a schedule), after the last step,
+  // and when the run stops on request; the state is complete on mesh rank 0 only (the other
+  // ranks pass theirs there: one gather over the mesh).
+  std::function<void(const TrainState&)> save;
+  long long every = 0;
+  // This rank's request to stop (0: none; a positive reason code), asked after every step; the
+  // ranks agree on the largest with one 4-byte allreduce over the mesh per step.
+  std::function<int()> stop_request;
+};
+
 struct TrainResult {
   std::vector<HistoryEntry> history;  // every step (up to the last good one when stopped)
   TrainStop stopped;
+  long long steps_run = 0;            // steps this run made (a resumed run: after its checkpoint)
+  int interrupted = 0;                // the agreed TrainControl::stop_request code (0: ran to the end)
   double final_loss = 0;              // history.back().loss (NaN when the first step stopped)
   double weights_rel_error = 0;       // |[w, b] - [w*, b*]| / |[w*, b*]| over all features
   std::vector<double> weights;        // the learned w, all features (identical on every rank)
@@ -75,7 +103,7 @@ struct TrainSpec {
   // Test only: mesh rank `fault_rank` raises an exception at step `fault_step` (1-based; 0: never)
   // while the other ranks go on into the step's collectives: in the step itself, or from a
   // collective it calls wrongly (psum's shape check).
-  enum class Fault { step, collective };
+  enum class Fault { step, collective, io };  // io: the app's checkpoint writer
   Fault fault = Fault::step;
   long long fault_step = 0;
   int fault_rank = 0;
@@ -92,6 +120,9 @@ std::vector<CollectiveKey> step_collective_keys(const TrainSpec& spec, const std
 // A non-finite loss or gradient without dynamic loss scaling ends the run on every rank at that
 // step, before its update (TrainResult::stopped). Throws InputError for a combination of types it does not support (params narrower than
 // compute, 16-bit params).
-TrainResult train(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step = {});
+// With control.resume, the run continues from that state (its history comes first in the result);
+// the caller has checked that it belongs to this spec.
+TrainResult train(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step = {},
+                  const TrainControl& control = {});
 
 }  // namespace kpmap
