@@ -1,7 +1,13 @@
-# Install rules and a CMake package config: find_package(kpmap) then link kpmap::kpmap.
+# Install rules and a CMake package config with two components (docs/collectives.md):
+#   find_package(kpmap COMPONENTS collectives)  -> kpmap::collectives; finds Kokkos and MPI only
+#   find_package(kpmap)                          -> both, kpmap::kpmap too (the mini-app's layers)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+install(TARGETS kpmap_collectives EXPORT kpmapCollectivesTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS kpmap EXPORT kpmapTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -13,6 +19,7 @@ install(FILES "${PROJECT_BINARY_DIR}/include/kpmap/config.hpp"
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kpmap)
 
 set(_kpmap_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/kpmap)
+install(EXPORT kpmapCollectivesTargets NAMESPACE kpmap:: DESTINATION ${_kpmap_cmake_dir})
 install(EXPORT kpmapTargets NAMESPACE kpmap:: DESTINATION ${_kpmap_cmake_dir})
 configure_package_config_file(cmake/kpmapConfig.cmake.in
   "${PROJECT_BINARY_DIR}/kpmapConfig.cmake" INSTALL_DESTINATION ${_kpmap_cmake_dir})

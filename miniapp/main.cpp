@@ -12,8 +12,8 @@
 #include "kpmap/app/fit_mode.hpp"
 #include "kpmap/app/run.hpp"
 #include "kpmap/core/error.hpp"
-#include "kpmap/core/version.hpp"
 #include "kpmap/mesh/mpi_env.hpp"
+#include "kpmap/report/version.hpp"
 
 namespace {
 

@@ -500,13 +500,18 @@ TEST(ConfigResolved, EveryDefaultInSchemaOrder) {
     "problem": {"samples": 4096, "features": 8, "bias": true, "noise": 0.0, "seed": 42,
                 "weight_scale": 1.0, "source": "synthetic"},
     "train": {"steps": 200, "batch": 1024, "accumulation": 1, "kernel": "fused",
-              "optimizer": {"name": "adam", "lr": 0.05, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}},
+              "optimizer": {"name": "adam", "lr": 0.05, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
+              "max_seconds": 0.0},
     "precision": {"compute": "fp32", "params": "fp32", "comm": "fp32", "loss_scale": "none",
                   "reproducible": false},
     "comm": {"strategy": "allreduce", "bucket_bytes": 0, "overlap": false},
+    "checkpoint": {"path": "", "resume": ""},
     "output": {"every": 10, "report": "r.json"}})");
   // dump() compares the key order too (ordered_json's == does as well, but says less on failure).
   EXPECT_EQ(c.resolved.dump(), expected.dump());
+  // checkpoint.every and keep appear with a path only.
+  EXPECT_EQ(load(head + "checkpoint: {path: ck, resume: ck}\n").resolved["checkpoint"].dump(),
+            R"({"path":"ck","every":0,"keep":2,"resume":"ck"})");
   // Only the keys of the chosen optimizer appear.
   EXPECT_EQ(load(head).resolved["train"]["optimizer"].dump(), R"({"name":"sgd","lr":0.05})");
   EXPECT_EQ(load(head + "train: {optimizer: {name: momentum}}\n").resolved["train"]["optimizer"].dump(),

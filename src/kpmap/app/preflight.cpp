@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 #include "kpmap/app/data_mode.hpp"
 #include "kpmap/app/train_mode.hpp"
@@ -18,16 +19,61 @@
 
 namespace kpmap {
 
+namespace {
+
+// The free memory of this rank's GPU and the ranks on its node that share that GPU (collective
+// over `shared`, the node's ranks); false where memory_space is not CUDA or HIP device memory.
+bool device_memory(MPI_Comm shared, NodeMemory& node) {
+  int device = -1;
+  std::size_t free = 0, total = 0;
+#if defined(KOKKOS_ENABLE_CUDA)
+  if (std::is_same_v<memory_space, Kokkos::CudaSpace>) {
+    cudaGetDevice(&device);
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) device = -1;
+  }
+#elif defined(KOKKOS_ENABLE_HIP)
+  if (std::is_same_v<memory_space, Kokkos::HIPSpace>) {
+    hipGetDevice(&device);
+    if (hipMemGetInfo(&free, &total) != hipSuccess) device = -1;
+  }
+#endif
+  (void)total;
+  int any = device;
+  check_mpi(MPI_Allreduce(&device, &any, 1, MPI_INT, MPI_MAX, shared), "MPI_Allreduce");
+  if (any < 0) return false;
+  MPI_Comm same = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split(shared, device < 0 ? MPI_UNDEFINED : device, 0, &same), "MPI_Comm_split");
+  if (same != MPI_COMM_NULL) {
+    MPI_Comm_size(same, &node.ranks_on_node);
+    MPI_Comm_free(&same);
+  }
+  node.known = device >= 0;
+  node.available = free;
+  node.source = "free memory of GPU " + std::to_string(device);
+  return true;
+}
+
+
+// Throws InputError (`what`) unless a file can be created in the existing directory `dir`.
+void probe_directory(const std::string& dir, const std::string& what) {
+  const std::filesystem::path probe = std::filesystem::path(dir) / (".kpmap-probe-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) throw InputError(what + ": cannot create a file in '" + dir + "' (" + std::strerror(errno) + ")");
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace
+
 NodeMemory node_memory(MPI_Comm comm) {
   NodeMemory node;
   MPI_Comm shared = MPI_COMM_NULL;
   check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared),
             "MPI_Comm_split_type");
   MPI_Comm_size(shared, &node.ranks_on_node);
+  const bool on_device = device_memory(shared, node);
   MPI_Comm_free(&shared);
-  // A GPU memory space would be checked against the device's free memory instead
-  // (docs/reliability.md); host-accessible spaces draw on the node's memory.
-  if (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible) return node;
+  if (on_device || !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible) return node;
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
   std::size_t kib = 0;
@@ -72,7 +118,7 @@ void check_memory(const MemoryEstimate& need, const NodeMemory& node, const Conf
     << human_bytes(static_cast<double>(need.parameters)) << "; gradients and buffers "
     << human_bytes(static_cast<double>(need.gradients)) << "; optimizer state "
     << human_bytes(static_cast<double>(need.optimizer)) << "), but its node has "
-    << human_bytes(static_cast<double>(node.per_rank())) << " available per rank (MemAvailable "
+    << human_bytes(static_cast<double>(node.per_rank())) << " available per rank (" << node.source << " "
     << human_bytes(static_cast<double>(node.available)) << " shared by " << node.ranks_on_node
     << (node.ranks_on_node == 1 ? " rank" : " ranks")
     << "); lower problem.samples or problem.features, spread the shard over more ranks (mesh.axes: data "
@@ -80,19 +126,6 @@ void check_memory(const MemoryEstimate& need, const NodeMemory& node, const Conf
        "(precision.compute bf16 or fp16)";
   throw InputError(m.str());
 }
-
-namespace {
-
-// Throws InputError (`what`) unless a file can be created in the existing directory `dir`.
-void probe_directory(const std::string& dir, const std::string& what) {
-  const std::filesystem::path probe = std::filesystem::path(dir) / (".kpmap-probe-" + std::to_string(::getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) throw InputError(what + ": cannot create a file in '" + dir + "' (" + std::strerror(errno) + ")");
-  ::close(fd);
-  ::unlink(probe.c_str());
-}
-
-}  // namespace
 
 void check_checkpoint_path(const CheckpointConfig& checkpoint) {
   if (!checkpoint.resume.empty()) find_checkpoint(checkpoint.resume);  // before the path is created

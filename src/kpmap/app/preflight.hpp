@@ -14,12 +14,16 @@
 
 namespace kpmap {
 
-// The memory of this rank's node that this rank may use: MemAvailable of /proc/meminfo divided
-// by the ranks of `comm` that share the node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)).
+// The memory this rank may use where its data lives: for a host-accessible memory space,
+// MemAvailable of /proc/meminfo divided by the ranks of `comm` that share the node
+// (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)); for CUDA or HIP device memory, the free memory of
+// the rank's device (cudaMemGetInfo / hipMemGetInfo) divided by the ranks on the node that share
+// that device.
 struct NodeMemory {
-  bool known = false;         // false: no /proc/meminfo, or a GPU memory space (not checked)
-  std::size_t available = 0;  // MemAvailable, bytes
-  int ranks_on_node = 1;
+  bool known = false;         // false: no /proc/meminfo
+  std::size_t available = 0;  // bytes
+  int ranks_on_node = 1;      // the ranks that share `available`
+  std::string source = "MemAvailable";  // or "free memory of GPU 0"
   std::size_t per_rank() const { return available / static_cast<std::size_t>(ranks_on_node); }
 };
 

@@ -16,39 +16,38 @@ namespace {
 // One call of the row's collective, out of place, on rank-1 Views (docs/bench.md: all_gather and
 // psum_scatter tiled along dimension 0, all_to_all tiled with split = concat = 0).
 template <class T>
-void call(Collective c, const Mesh& mesh, const AxisNames& axes, const View1<T>& in, const View1<T>& out,
-          const Permutation& shift) {
+void call(Collective c, const Axis& axis, const View1<T>& in, const View1<T>& out, const Permutation& shift) {
   switch (c) {
     case Collective::psum:
-      psum(mesh, axes, in, out);
+      psum(axis, in, out);
       break;
     case Collective::pmean:
-      pmean(mesh, axes, in, out);
+      pmean(axis, in, out);
       break;
     case Collective::pmax:
-      pmax(mesh, axes, in, out);
+      pmax(axis, in, out);
       break;
     case Collective::pmin:
-      pmin(mesh, axes, in, out);
+      pmin(axis, in, out);
       break;
     case Collective::all_gather:
-      all_gather(mesh, axes, in, out, 0, true);
+      all_gather(axis, in, out, 0, true);
       break;
     case Collective::psum_scatter:
-      psum_scatter(mesh, axes, in, out, 0, true);
+      psum_scatter(axis, in, out, 0, true);
       break;
     case Collective::all_to_all:
-      all_to_all(mesh, axes, in, out, 0, 0, true);
+      all_to_all(axis, in, out, 0, 0, true);
       break;
     case Collective::ppermute:
-      ppermute(mesh, axes, in, out, shift);
+      ppermute(axis, in, out, shift);
       break;
     case Collective::pbroadcast:
-      pbroadcast(mesh, axes, in, out, 0);
+      pbroadcast(axis, in, out, 0);
       break;
     case Collective::psum_reproducible:
       if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
-        psum(mesh, axes, in, out, reproducible);
+        psum(axis, in, out, reproducible);
       } else {
         throw InputError("bench.collectives: psum_reproducible takes fp64 and fp32 only");
       }
@@ -104,11 +103,10 @@ struct Measured {
 };
 
 template <class T>
-Measured measure(const Mesh& mesh, const AxisNames& axes, Collective c, const Message& msg, int m,
-                 const BenchSpec& spec) {
-  const MPI_Comm comm = mesh.comm(axes);
-  const int n = mesh.axis_size(axes);
-  const int a = mesh.axis_index(axes);
+Measured measure(const Axis& axis, Collective c, const Message& msg, int m, const BenchSpec& spec) {
+  const MPI_Comm comm = axis.comm();
+  const int n = axis.size();
+  const int a = axis.index();
   const View1<T> in(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::bench_in"), msg.in);
   const View1<T> out(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::bench_out"), msg.out);
   bench::fill_input(in, a, m);
@@ -124,7 +122,7 @@ Measured measure(const Mesh& mesh, const AxisNames& axes, Collective c, const Me
   const auto plain = [&] { mpi_call(c, comm, n, a, mpi_in.data(), mpi_out.data(), msg.count); };
   for (int w = 0; w < spec.warmup; ++w) {
     if (spec.baseline) plain();
-    call(c, mesh, axes, in, out, shift);
+    call(c, axis, in, out, shift);
   }
   double total = 0, baseline = 0;
   for (int it = 0; it < spec.iterations; ++it) {
@@ -141,7 +139,7 @@ Measured measure(const Mesh& mesh, const AxisNames& axes, Collective c, const Me
     Kokkos::fence();
     check_mpi(MPI_Barrier(comm), "MPI_Barrier");
     const double start = MPI_Wtime();
-    call(c, mesh, axes, in, out, shift);
+    call(c, axis, in, out, shift);
     Kokkos::fence();
     total += MPI_Wtime() - start;
   }
@@ -149,18 +147,17 @@ Measured measure(const Mesh& mesh, const AxisNames& axes, Collective c, const Me
   return {total / spec.iterations, bench::count_wrong(k, out), baseline / spec.iterations};
 }
 
-Measured measure(Dtype dtype, const Mesh& mesh, const AxisNames& axes, Collective c, const Message& msg,
-                 const BenchSpec& spec) {
-  const int m = value_modulus(dtype, mesh.axis_size(axes));
+Measured measure(Dtype dtype, const Axis& axis, Collective c, const Message& msg, const BenchSpec& spec) {
+  const int m = value_modulus(dtype, axis.size());
   switch (dtype) {
     case Dtype::fp64:
-      return measure<double>(mesh, axes, c, msg, m, spec);
+      return measure<double>(axis, c, msg, m, spec);
     case Dtype::fp32:
-      return measure<float>(mesh, axes, c, msg, m, spec);
+      return measure<float>(axis, c, msg, m, spec);
     case Dtype::bf16:
-      return measure<bf16>(mesh, axes, c, msg, m, spec);
+      return measure<bf16>(axis, c, msg, m, spec);
     case Dtype::fp16:
-      return measure<fp16>(mesh, axes, c, msg, m, spec);
+      return measure<fp16>(axis, c, msg, m, spec);
   }
   throw RuntimeError("bench: unknown element type");
 }
@@ -189,7 +186,8 @@ std::vector<BenchRow> run_sweep(const Mesh& mesh, const BenchSpec& spec,
   std::vector<BenchRow> rows;
   const auto sizes = sweep_sizes(spec);
   for (const auto& axes : spec.axes) {
-    const int n = mesh.axis_size(axes);
+    const Axis axis = mesh.axis(axes);  // resolved once per row group: the timed calls take the handle
+    const int n = axis.size();
     for (Collective c : spec.collectives) {
       for (Dtype dtype : spec.dtypes) {
         std::int64_t previous = -1;
@@ -197,7 +195,7 @@ std::vector<BenchRow> run_sweep(const Mesh& mesh, const BenchSpec& spec,
           const Message msg = message(c, bytes, element_size(dtype), n);
           if (msg.bytes == previous) continue;
           previous = msg.bytes;
-          const Measured local = measure(dtype, mesh, axes, c, msg, spec);
+          const Measured local = measure(dtype, axis, c, msg, spec);
           rows.push_back(
               reduce_row(mesh, local, {c, dtype, axes.str(), n, msg.bytes, msg.count, 0, 0, 0, 0, 0, 0}));
           if (on_row) on_row(rows.back());

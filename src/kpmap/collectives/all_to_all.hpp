@@ -15,21 +15,25 @@
 
 namespace kpmap {
 
-// out has all_to_all_shape(mesh, axes, shape(in), split_axis, concat_axis, tiled).
+// out has all_to_all_shape(group, shape(in), split_axis, concat_axis, tiled).
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
-void all_to_all(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
-                int split_axis, int concat_axis, bool tiled = false) {
+void all_to_all(const Axis& group, const In& in, const Out& out, int split_axis, int concat_axis,
+                bool tiled = false) {
   using namespace detail;
   check_pair<In, Out>();
   using T = value_t<In>;
-  const MPI_Comm comm = mesh.comm(axes);
-  const int n = comm_size(comm);
+  const AxisNames& axes = group.names();
+  const MPI_Comm comm = group.comm();
+  const int n = group.size();
   const Shape shape = shape_of(in);
   const Shape expected = all_to_all_shape(shape, axes, n, split_axis, concat_axis, tiled);
-  check_output_shape("all_to_all", axes, n, shape,
-                     ", split_axis " + std::to_string(split_axis) + ", concat_axis " +
-                         std::to_string(concat_axis) + (tiled ? " (tiled)" : " (untiled)"),
-                     shape_of(out), expected);
+  const Shape got = shape_of(out);
+  if (got != expected) {
+    check_output_shape("all_to_all", axes, n, shape,
+                       ", split_axis " + std::to_string(split_axis) + ", concat_axis " +
+                           std::to_string(concat_axis) + (tiled ? " (tiled)" : " (untiled)"),
+                       got, expected);
+  }
   const std::int64_t m = static_cast<std::int64_t>(in.size());
   const std::int64_t chunk = m / n;
   // One chunk's shape: the split dimension divided by n (tiled) or dropped (untiled).
@@ -73,13 +77,24 @@ void all_to_all(const Mesh& mesh, const AxisNames& axes, const In& in, const Out
 
 // The returning variant: all_to_all keeps the rank in both modes.
 template <class V>
+result_view_t<V> all_to_all(const Axis& group, const V& x, int split_axis, int concat_axis,
+                            bool tiled = false) {
+  auto out = detail::make_view<result_view_t<V>>(
+      "kpmap::all_to_all", all_to_all_shape(group, detail::shape_of(x), split_axis, concat_axis, tiled));
+  all_to_all(group, x, out, split_axis, concat_axis, tiled);
+  return out;
+}
+
+// The same over a mesh and axis names (JAX's form), resolved (Mesh::axis) on every call.
+template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void all_to_all(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+                int split_axis, int concat_axis, bool tiled = false) {
+  all_to_all(mesh.axis(axes), in, out, split_axis, concat_axis, tiled);
+}
+template <class V>
 result_view_t<V> all_to_all(const Mesh& mesh, const AxisNames& axes, const V& x, int split_axis,
                             int concat_axis, bool tiled = false) {
-  auto out = detail::make_view<result_view_t<V>>(
-      "kpmap::all_to_all",
-      all_to_all_shape(mesh, axes, detail::shape_of(x), split_axis, concat_axis, tiled));
-  all_to_all(mesh, axes, x, out, split_axis, concat_axis, tiled);
-  return out;
+  return all_to_all(mesh.axis(axes), x, split_axis, concat_axis, tiled);
 }
 
 }  // namespace kpmap

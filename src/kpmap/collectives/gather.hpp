@@ -31,12 +31,6 @@ inline std::string tiling_arguments(const char* name, int value, bool tiled) {
   return std::string(", ") + name + " " + std::to_string(value) + (tiled ? " (tiled)" : " (untiled)");
 }
 
-inline int comm_size(MPI_Comm comm) {
-  int n = 1;
-  check_mpi(MPI_Comm_size(comm, &n), "MPI_Comm_size");
-  return n;
-}
-
 // all_gather's checked arguments and staged buffers, shared by the blocking and the
 // non-blocking form (every check throws here, before anything is started). MPI gathers into
 // recvbuf(): the output itself when outer <= 1, otherwise a [n, outer, inner] buffer that
@@ -76,16 +70,19 @@ struct GatherPlan {
 };
 
 template <class In, class Out>
-GatherPlan<In, Out> plan_all_gather(const Mesh& mesh, const AxisNames& axes, const In& in,
-                                    const Out& out, int axis, bool tiled) {
+GatherPlan<In, Out> plan_all_gather(const Axis& group, const In& in, const Out& out, int axis,
+                                    bool tiled) {
   check_pair<In, Out>();
   using T = value_t<In>;
-  const MPI_Comm comm = mesh.comm(axes);
-  const int n = comm_size(comm);
+  const AxisNames& axes = group.names();
+  const MPI_Comm comm = group.comm();
+  const int n = group.size();
   const Shape shape = shape_of(in);
   const Shape expected = all_gather_shape(shape, axes, n, axis, tiled);
-  check_output_shape("all_gather", axes, n, shape, tiling_arguments("axis", axis, tiled),
-                     shape_of(out), expected);
+  const Shape got = shape_of(out);
+  if (got != expected) {
+    check_output_shape("all_gather", axes, n, shape, tiling_arguments("axis", axis, tiled), got, expected);
+  }
   const std::int64_t m = static_cast<std::int64_t>(in.size());
   const std::int64_t outer = product(shape, 0, all_gather_axis(shape, axes, n, axis, tiled));
   GatherPlan<In, Out> p{comm, n, m, mpi_datatype<T>(), outer,
@@ -134,19 +131,22 @@ struct ScatterPlan {
 };
 
 template <class In, class Out>
-ScatterPlan<In, Out> plan_psum_scatter(const Mesh& mesh, const AxisNames& axes, const In& in,
-                                       const Out& out, int scatter_dimension, bool tiled) {
+ScatterPlan<In, Out> plan_psum_scatter(const Axis& group, const In& in, const Out& out,
+                                       int scatter_dimension, bool tiled) {
   check_pair<In, Out>();
   using T = value_t<In>;
   using Plan = ScatterPlan<In, Out>;
   constexpr bool host_only = Plan::host_only;
-  const MPI_Comm comm = mesh.comm(axes);
-  const int n = comm_size(comm);
+  const AxisNames& axes = group.names();
+  const MPI_Comm comm = group.comm();
+  const int n = group.size();
   const Shape shape = shape_of(in);
   const Shape expected = psum_scatter_shape(shape, axes, n, scatter_dimension, tiled);
-  check_output_shape("psum_scatter", axes, n, shape,
-                     tiling_arguments("scatter_dimension", scatter_dimension, tiled),
-                     shape_of(out), expected);
+  const Shape got = shape_of(out);
+  if (got != expected) {
+    check_output_shape("psum_scatter", axes, n, shape,
+                       tiling_arguments("scatter_dimension", scatter_dimension, tiled), got, expected);
+  }
   const std::int64_t m = static_cast<std::int64_t>(in.size());
   const std::int64_t outer = product(shape, 0, scatter_dimension);
   Plan p{comm, n, m / n, mpi_datatype<T>(), mpi_op<T>(ReduceOp::sum),
@@ -163,11 +163,11 @@ ScatterPlan<In, Out> plan_psum_scatter(const Mesh& mesh, const AxisNames& axes, 
 
 }  // namespace detail
 
-// out has all_gather_shape(mesh, axes, shape(in), axis, tiled).
+// out has all_gather_shape(group, shape(in), axis, tiled).
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
-void all_gather(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out, int axis,
+void all_gather(const Axis& group, const In& in, const Out& out, int axis,
                 bool tiled = false) {
-  auto p = detail::plan_all_gather(mesh, axes, in, out, axis, tiled);
+  auto p = detail::plan_all_gather(group, in, out, axis, tiled);
   p.for_each_call([&](const void* send, int count, void* recv, int recv_count,
                       MPI_Datatype recv_type) {
     check_mpi(MPI_Allgather(send, count, p.type, recv, recv_count, recv_type, p.comm),
@@ -176,11 +176,11 @@ void all_gather(const Mesh& mesh, const AxisNames& axes, const In& in, const Out
   p.finish();
 }
 
-// out has psum_scatter_shape(mesh, axes, shape(in), scatter_dimension, tiled).
+// out has psum_scatter_shape(group, shape(in), scatter_dimension, tiled).
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
-void psum_scatter(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+void psum_scatter(const Axis& group, const In& in, const Out& out,
                   int scatter_dimension, bool tiled = false) {
-  auto p = detail::plan_psum_scatter(mesh, axes, in, out, scatter_dimension, tiled);
+  auto p = detail::plan_psum_scatter(group, in, out, scatter_dimension, tiled);
   p.for_each_call(
       [&](const void* send, void* recv, int count) {
         check_mpi(MPI_Reduce_scatter_block(send, recv, count, p.type, p.op, p.comm),
@@ -198,9 +198,9 @@ void psum_scatter(const Mesh& mesh, const AxisNames& axes, const In& in, const O
 // true). iall_gather's block swap (outer > 1) runs at completion; ipsum_scatter's runs before
 // the MPI call, since MPI reads the swapped blocks. See request.hpp for lifetime and progress.
 template <class In, class Out>
-Request iall_gather(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+Request iall_gather(const Axis& group, const In& in, const Out& out,
                     int axis, bool tiled = false) {
-  auto p = detail::plan_all_gather(mesh, axes, in, out, axis, tiled);
+  auto p = detail::plan_all_gather(group, in, out, axis, tiled);
   detail::Requests requests;
   p.for_each_call([&](const void* send, int count, void* recv, int recv_count,
                       MPI_Datatype recv_type) {
@@ -214,9 +214,9 @@ Request iall_gather(const Mesh& mesh, const AxisNames& axes, const In& in, const
 }
 
 template <class In, class Out>
-Request ipsum_scatter(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+Request ipsum_scatter(const Axis& group, const In& in, const Out& out,
                       int scatter_dimension, bool tiled = false) {
-  auto p = detail::plan_psum_scatter(mesh, axes, in, out, scatter_dimension, tiled);
+  auto p = detail::plan_psum_scatter(group, in, out, scatter_dimension, tiled);
   detail::Requests requests;
   p.for_each_call(
       [&](const void* send, void* recv, int count) {
@@ -236,42 +236,72 @@ Request ipsum_scatter(const Mesh& mesh, const AxisNames& axes, const In& in, con
 }
 
 template <class V>
-result_view_t<V> all_gather(const Mesh& mesh, const AxisNames& axes, const V& x, int axis,
+result_view_t<V> all_gather(const Axis& group, const V& x, int axis,
                             tiled_t) {
   auto out = detail::make_view<result_view_t<V>>(
-      "kpmap::all_gather", all_gather_shape(mesh, axes, detail::shape_of(x), axis, true));
-  all_gather(mesh, axes, x, out, axis, true);
+      "kpmap::all_gather", all_gather_shape(group, detail::shape_of(x), axis, true));
+  all_gather(group, x, out, axis, true);
   return out;
 }
 
 template <class V>
-result_view_t<V, detail::rank_v<V> + 1> all_gather(const Mesh& mesh, const AxisNames& axes,
+result_view_t<V, detail::rank_v<V> + 1> all_gather(const Axis& group,
                                                    const V& x, int axis, untiled_t) {
   auto out = detail::make_view<result_view_t<V, detail::rank_v<V> + 1>>(
-      "kpmap::all_gather", all_gather_shape(mesh, axes, detail::shape_of(x), axis, false));
-  all_gather(mesh, axes, x, out, axis, false);
+      "kpmap::all_gather", all_gather_shape(group, detail::shape_of(x), axis, false));
+  all_gather(group, x, out, axis, false);
   return out;
 }
 
 template <class V>
-result_view_t<V> psum_scatter(const Mesh& mesh, const AxisNames& axes, const V& x,
+result_view_t<V> psum_scatter(const Axis& group, const V& x,
                               int scatter_dimension, tiled_t) {
   auto out = detail::make_view<result_view_t<V>>(
       "kpmap::psum_scatter",
-      psum_scatter_shape(mesh, axes, detail::shape_of(x), scatter_dimension, true));
-  psum_scatter(mesh, axes, x, out, scatter_dimension, true);
+      psum_scatter_shape(group, detail::shape_of(x), scatter_dimension, true));
+  psum_scatter(group, x, out, scatter_dimension, true);
   return out;
 }
 
 template <class V>
-result_view_t<V, detail::rank_v<V> - 1> psum_scatter(const Mesh& mesh, const AxisNames& axes,
+result_view_t<V, detail::rank_v<V> - 1> psum_scatter(const Axis& group,
                                                      const V& x, int scatter_dimension,
                                                      untiled_t) {
   auto out = detail::make_view<result_view_t<V, detail::rank_v<V> - 1>>(
       "kpmap::psum_scatter",
-      psum_scatter_shape(mesh, axes, detail::shape_of(x), scatter_dimension, false));
-  psum_scatter(mesh, axes, x, out, scatter_dimension, false);
+      psum_scatter_shape(group, detail::shape_of(x), scatter_dimension, false));
+  psum_scatter(group, x, out, scatter_dimension, false);
   return out;
+}
+
+// The same over a mesh and axis names (JAX's form), resolved (Mesh::axis) on every call.
+template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void all_gather(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out, int axis,
+                bool tiled = false) {
+  all_gather(mesh.axis(axes), in, out, axis, tiled);
+}
+template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void psum_scatter(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+                  int scatter_dimension, bool tiled = false) {
+  psum_scatter(mesh.axis(axes), in, out, scatter_dimension, tiled);
+}
+template <class In, class Out>
+Request iall_gather(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+                    int axis, bool tiled = false) {
+  return iall_gather(mesh.axis(axes), in, out, axis, tiled);
+}
+template <class In, class Out>
+Request ipsum_scatter(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+                      int scatter_dimension, bool tiled = false) {
+  return ipsum_scatter(mesh.axis(axes), in, out, scatter_dimension, tiled);
+}
+template <class V, class Tiling, std::enable_if_t<std::is_same_v<Tiling, tiled_t> || std::is_same_v<Tiling, untiled_t>, int> = 0>
+auto all_gather(const Mesh& mesh, const AxisNames& axes, const V& x, int axis, Tiling tiling) {
+  return all_gather(mesh.axis(axes), x, axis, tiling);
+}
+template <class V, class Tiling, std::enable_if_t<std::is_same_v<Tiling, tiled_t> || std::is_same_v<Tiling, untiled_t>, int> = 0>
+auto psum_scatter(const Mesh& mesh, const AxisNames& axes, const V& x, int scatter_dimension, Tiling tiling) {
+  return psum_scatter(mesh.axis(axes), x, scatter_dimension, tiling);
 }
 
 }  // namespace kpmap

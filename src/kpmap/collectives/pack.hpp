@@ -67,6 +67,17 @@ Shape shape_of(const V& v) {
   return s;
 }
 
+// Throws ShapeError (check_output_shape) unless out has in's extents; builds no Shape otherwise.
+template <class In, class Out>
+void check_same_shape(const char* collective, const AxisNames& axes, int n, const In& in, const Out& out) {
+  static_assert(rank_v<In> == rank_v<Out>, "elementwise collectives keep the rank");
+  for (int d = 0; d < rank_v<In>; ++d) {
+    if (in.extent(d) != out.extent(d)) {
+      check_output_shape(collective, axes, n, shape_of(in), "", shape_of(out), shape_of(in));
+    }
+  }
+}
+
 // Whether element (i0, i1, ...) sits at offset i0*e1*e2 + i1*e2 + ... (extents of 1 may have any
 // stride: they are never stepped over).
 template <class V>

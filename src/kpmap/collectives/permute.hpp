@@ -18,18 +18,15 @@ namespace kpmap {
 using Permutation = std::vector<std::pair<int, int>>;
 
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
-void ppermute(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
-              const Permutation& perm) {
+void ppermute(const Axis& group, const In& in, const Out& out, const Permutation& perm) {
   using namespace detail;
   check_pair<In, Out>();
   using T = value_t<In>;
-  const MPI_Comm comm = mesh.comm(axes);
-  const int n = comm_size(comm);
+  const MPI_Comm comm = group.comm();
+  const int n = group.size(), me = group.index();
   const Shape shape = shape_of(in);
-  check_permutation(axes, n, shape, perm);
-  check_output_shape("ppermute", axes, n, shape, "", shape_of(out), shape);
-  int me = 0;
-  check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
+  check_permutation(group.names(), n, shape, perm);
+  check_same_shape("ppermute", group.names(), n, in, out);
   int to = -1, from = -1;
   for (const auto& [src, dst] : perm) {  // negative indices count from the end, as in JAX
     if (axis_position(src, n) == me) to = axis_position(dst, n);
@@ -68,18 +65,14 @@ void ppermute(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& 
 }
 
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
-void pbroadcast(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
-                int source) {
+void pbroadcast(const Axis& group, const In& in, const Out& out, int source) {
   using namespace detail;
   check_pair<In, Out>();
   using T = value_t<In>;
-  const MPI_Comm comm = mesh.comm(axes);
-  const int n = comm_size(comm);
-  const Shape shape = shape_of(in);
-  check_source(axes, n, shape, source);
-  check_output_shape("pbroadcast", axes, n, shape, "", shape_of(out), shape);
-  int me = 0;
-  check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
+  const MPI_Comm comm = group.comm();
+  const int n = group.size(), me = group.index();
+  check_source(group.names(), n, shape_of(in), source);
+  check_same_shape("pbroadcast", group.names(), n, in, out);
   const bool in_place = aliased(in, out);
   Staged<Out> buffer(out, me == source && in_place ? Use::read_write : Use::write);
   if (me == source && !in_place) {
@@ -95,21 +88,43 @@ void pbroadcast(const Mesh& mesh, const AxisNames& axes, const In& in, const Out
 }
 
 template <class V>
-result_view_t<V> ppermute(const Mesh& mesh, const AxisNames& axes, const V& x,
-                          const Permutation& perm) {
+result_view_t<V> ppermute(const Axis& group, const V& x, const Permutation& perm) {
   auto out = detail::make_view<result_view_t<V>>("kpmap::ppermute", detail::shape_of(x));
-  ppermute(mesh, axes, x, out, perm);
+  ppermute(group, x, out, perm);
   return out;
 }
 
 template <class V>
-result_view_t<V> pbroadcast(const Mesh& mesh, const AxisNames& axes, const V& x, int source) {
+result_view_t<V> pbroadcast(const Axis& group, const V& x, int source) {
   auto out = detail::make_view<result_view_t<V>>("kpmap::pbroadcast", detail::shape_of(x));
-  pbroadcast(mesh, axes, x, out, source);
+  pbroadcast(group, x, out, source);
   return out;
 }
 
+// The same over a mesh and axis names (JAX's form), resolved (Mesh::axis) on every call.
+template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void ppermute(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+              const Permutation& perm) {
+  ppermute(mesh.axis(axes), in, out, perm);
+}
+template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void pbroadcast(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+                int source) {
+  pbroadcast(mesh.axis(axes), in, out, source);
+}
+template <class V>
+result_view_t<V> ppermute(const Mesh& mesh, const AxisNames& axes, const V& x,
+                          const Permutation& perm) {
+  return ppermute(mesh.axis(axes), x, perm);
+}
+template <class V>
+result_view_t<V> pbroadcast(const Mesh& mesh, const AxisNames& axes, const V& x, int source) {
+  return pbroadcast(mesh.axis(axes), x, source);
+}
+
 // As jax.lax.axis_index / the axis size: row-major over a tuple, in the tuple's order.
+inline int axis_index(const Axis& group) { return group.index(); }
+inline int axis_size(const Axis& group) { return group.size(); }
 inline int axis_index(const Mesh& mesh, const AxisNames& axes) { return mesh.axis_index(axes); }
 inline int axis_size(const Mesh& mesh, const AxisNames& axes) { return mesh.axis_size(axes); }
 

@@ -4,6 +4,9 @@
 //   psum(mesh, "data", x, x);      // in place (MPI_IN_PLACE)
 //   auto s = psum(mesh, {"data", "model"}, x);  // a new View
 //   kpmap::Request r = ipsum(mesh, "data", x, x); ...; r.wait();  // non-blocking (request.hpp)
+// Each also takes a resolved kpmap::Axis (mesh.hpp) in place of the mesh and the names:
+//   const kpmap::Axis data = mesh.axis("data");
+//   psum(data, x, x);
 #pragma once
 
 #include <mpi.h>
@@ -52,17 +55,13 @@ struct ReducePlan {
 };
 
 template <ReduceOp Op, class In, class Out>
-auto plan_reduce(const char* name, bool mean, const Mesh& mesh, const AxisNames& axes,
-                 const In& in, const Out& out) {
+auto plan_reduce(const char* name, bool mean, const Axis& axis, const In& in, const Out& out) {
   check_pair<In, Out, 0>();
-  static_assert(rank_v<In> == rank_v<Out>, "elementwise collectives keep the rank");
   using T = value_t<In>;
   constexpr bool host_only = uses_user_op<T>(Op);
-  const MPI_Comm comm = mesh.comm(axes);  // an unknown axis throws InputError first
-  const Shape shape = shape_of(in);
-  int n = 1;
-  check_mpi(MPI_Comm_size(comm, &n), "MPI_Comm_size");
-  check_output_shape(name, axes, n, shape, "", shape_of(out), shape);
+  const MPI_Comm comm = axis.comm();
+  const int n = axis.size();
+  check_same_shape(name, axis.names(), n, in, out);
   const std::int64_t count = static_cast<std::int64_t>(in.size());
   const MPI_Datatype type = mpi_datatype<T>();
   const MPI_Op mpi_reduce = mpi_op<T>(Op);
@@ -76,9 +75,8 @@ auto plan_reduce(const char* name, bool mean, const Mesh& mesh, const AxisNames&
 }
 
 template <ReduceOp Op, class In, class Out>
-void reduce(const char* name, bool mean, const Mesh& mesh, const AxisNames& axes, const In& in,
-            const Out& out) {
-  auto p = plan_reduce<Op>(name, mean, mesh, axes, in, out);
+void reduce(const char* name, bool mean, const Axis& axis, const In& in, const Out& out) {
+  auto p = plan_reduce<Op>(name, mean, axis, in, out);
   for_each_chunk(p.count, [&](std::int64_t offset, int count) {
     check_mpi(MPI_Allreduce(p.sendbuf(offset), p.recvbuf(offset), count, p.type, p.op, p.comm),
               "MPI_Allreduce");
@@ -87,9 +85,8 @@ void reduce(const char* name, bool mean, const Mesh& mesh, const AxisNames& axes
 }
 
 template <ReduceOp Op, class In, class Out>
-Request ireduce(const char* name, bool mean, const Mesh& mesh, const AxisNames& axes,
-                const In& in, const Out& out) {
-  auto p = plan_reduce<Op>(name, mean, mesh, axes, in, out);
+Request ireduce(const char* name, bool mean, const Axis& axis, const In& in, const Out& out) {
+  auto p = plan_reduce<Op>(name, mean, axis, in, out);
   detail::Requests requests;
   for_each_chunk(p.count, [&](std::int64_t offset, int count) {
     MPI_Request request = MPI_REQUEST_NULL;
@@ -103,29 +100,25 @@ Request ireduce(const char* name, bool mean, const Mesh& mesh, const AxisNames& 
 }
 
 template <ReduceOp Op, class V>
-result_view_t<V> reduce_new(const char* name, bool mean, const Mesh& mesh,
-                            const AxisNames& axes, const V& x) {
+result_view_t<V> reduce_new(const char* name, bool mean, const Axis& axis, const V& x) {
   auto out = make_view<result_view_t<V>>(name, shape_of(x));
-  reduce<Op>(name, mean, mesh, axes, x, out);
+  reduce<Op>(name, mean, axis, x, out);
   return out;
 }
 
 // pmean of integers, as JAX: the integer psum (exact, wrapping on overflow as JAX's int psum
 // does), then sum / n in double, rounded once to out's floating type (pmean_result_t).
 template <class In, class Out>
-void integer_mean(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
+void integer_mean(const Axis& axis, const In& in, const Out& out) {
   using T = value_t<In>;
   static_assert(std::is_same_v<typename Out::value_type, pmean_result_t<T>>,
                 "pmean of integers writes pmean_result_t<T> (float up to 32 bits, else double)");
-  static_assert(rank_v<In> == rank_v<Out>, "elementwise collectives keep the rank");
   static_assert(std::is_same_v<typename In::memory_space, typename Out::memory_space>,
                 "input and output Views must live in the same memory space");
-  const MPI_Comm comm = mesh.comm(axes);
-  int n = 1;
-  check_mpi(MPI_Comm_size(comm, &n), "MPI_Comm_size");
-  check_output_shape("pmean", axes, n, shape_of(in), "", shape_of(out), shape_of(in));
+  const int n = axis.size();
+  check_same_shape("pmean", axis.names(), n, in, out);
   auto sum = make_view<result_view_t<In>>("kpmap::pmean_sum", shape_of(in));
-  reduce<ReduceOp::sum>("pmean", false, mesh, axes, in, sum);
+  reduce<ReduceOp::sum>("pmean", false, axis, in, sum);
   divide_into(sum, out, n);
   Kokkos::fence();  // the output is ready when pmean returns
 }
@@ -135,48 +128,48 @@ void integer_mean(const Mesh& mesh, const AxisNames& axes, const In& in, const O
 // Sum over the axis. 16-bit types add in fp32 inside MPI's reduction (see mpi_types.hpp).
 // Views of rank 0 to 3; over the empty tuple of axes (AxisNames()) the identity, as in JAX.
 template <class In, class Out>
-void psum(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
-  detail::reduce<ReduceOp::sum>("psum", false, mesh, axes, in, out);
+void psum(const Axis& axis, const In& in, const Out& out) {
+  detail::reduce<ReduceOp::sum>("psum", false, axis, in, out);
 }
 
 // Mean over the axis: psum / axis_size. Floating types keep their type (out has In's element
 // type); integers write pmean_result_t (float for up to 32 bits, double for 64), as JAX.
 template <class In, class Out>
-void pmean(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
+void pmean(const Axis& axis, const In& in, const Out& out) {
   using T = detail::value_t<In>;
   static_assert(element_type_check<T>::value);
   if constexpr (is_floating_element_v<T>) {
-    detail::reduce<ReduceOp::sum>("pmean", true, mesh, axes, in, out);
+    detail::reduce<ReduceOp::sum>("pmean", true, axis, in, out);
   } else {
-    detail::integer_mean(mesh, axes, in, out);
+    detail::integer_mean(axis, in, out);
   }
 }
 
 template <class In, class Out>
-void pmax(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
-  detail::reduce<ReduceOp::max>("pmax", false, mesh, axes, in, out);
+void pmax(const Axis& axis, const In& in, const Out& out) {
+  detail::reduce<ReduceOp::max>("pmax", false, axis, in, out);
 }
 
 template <class In, class Out>
-void pmin(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
-  detail::reduce<ReduceOp::min>("pmin", false, mesh, axes, in, out);
+void pmin(const Axis& axis, const In& in, const Out& out) {
+  detail::reduce<ReduceOp::min>("pmin", false, axis, in, out);
 }
 
 // Non-blocking psum (MPI_Iallreduce): the same checks, errors and result as psum, which are all
 // thrown before anything is started; the output View holds the sum after the Request's wait()
 // (or a test() that returned true). See request.hpp for the lifetime and progress rules.
 template <class In, class Out>
-Request ipsum(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
-  return detail::ireduce<ReduceOp::sum>("psum", false, mesh, axes, in, out);
+Request ipsum(const Axis& axis, const In& in, const Out& out) {
+  return detail::ireduce<ReduceOp::sum>("psum", false, axis, in, out);
 }
 
 template <class V>
-result_view_t<V> psum(const Mesh& mesh, const AxisNames& axes, const V& x) {
-  return detail::reduce_new<ReduceOp::sum>("psum", false, mesh, axes, x);
+result_view_t<V> psum(const Axis& axis, const V& x) {
+  return detail::reduce_new<ReduceOp::sum>("psum", false, axis, x);
 }
 
-// The View pmean(mesh, axes, x) returns: x's shape, layout and device, element type
-// pmean_result_t (x's own for floating types).
+// The View pmean(axis, x) returns: x's shape, layout and device, element type pmean_result_t
+// (x's own for floating types).
 template <class V>
 using pmean_view_t =
     Kokkos::View<typename detail::data_type<pmean_result_t<detail::value_t<V>>,
@@ -184,20 +177,59 @@ using pmean_view_t =
                  detail::result_layout_t<V>, typename V::device_type>;
 
 template <class V>
-pmean_view_t<V> pmean(const Mesh& mesh, const AxisNames& axes, const V& x) {
+pmean_view_t<V> pmean(const Axis& axis, const V& x) {
   auto out = detail::make_view<pmean_view_t<V>>("pmean", detail::shape_of(x));
-  pmean(mesh, axes, x, out);
+  pmean(axis, x, out);
   return out;
 }
 
 template <class V>
-result_view_t<V> pmax(const Mesh& mesh, const AxisNames& axes, const V& x) {
-  return detail::reduce_new<ReduceOp::max>("pmax", false, mesh, axes, x);
+result_view_t<V> pmax(const Axis& axis, const V& x) {
+  return detail::reduce_new<ReduceOp::max>("pmax", false, axis, x);
 }
 
 template <class V>
+result_view_t<V> pmin(const Axis& axis, const V& x) {
+  return detail::reduce_new<ReduceOp::min>("pmin", false, axis, x);
+}
+
+// The same over a mesh and axis names (JAX's form): the names are resolved (Mesh::axis) on every
+// call; an unknown axis throws InputError before anything else.
+template <class In, class Out>
+void psum(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
+  psum(mesh.axis(axes), in, out);
+}
+template <class In, class Out>
+void pmean(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
+  pmean(mesh.axis(axes), in, out);
+}
+template <class In, class Out>
+void pmax(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
+  pmax(mesh.axis(axes), in, out);
+}
+template <class In, class Out>
+void pmin(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
+  pmin(mesh.axis(axes), in, out);
+}
+template <class In, class Out>
+Request ipsum(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out) {
+  return ipsum(mesh.axis(axes), in, out);
+}
+template <class V>
+result_view_t<V> psum(const Mesh& mesh, const AxisNames& axes, const V& x) {
+  return psum(mesh.axis(axes), x);
+}
+template <class V>
+pmean_view_t<V> pmean(const Mesh& mesh, const AxisNames& axes, const V& x) {
+  return pmean(mesh.axis(axes), x);
+}
+template <class V>
+result_view_t<V> pmax(const Mesh& mesh, const AxisNames& axes, const V& x) {
+  return pmax(mesh.axis(axes), x);
+}
+template <class V>
 result_view_t<V> pmin(const Mesh& mesh, const AxisNames& axes, const V& x) {
-  return detail::reduce_new<ReduceOp::min>("pmin", false, mesh, axes, x);
+  return pmin(mesh.axis(axes), x);
 }
 
 }  // namespace kpmap

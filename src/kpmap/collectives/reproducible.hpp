@@ -2,7 +2,7 @@
 // adds the ranks' contributions (its reduction tree, the message size, the rank order), so every
 // rank of every run gets the same bits for the same set of contributions, wherever each
 // contribution sits:
-//   psum(mesh, "data", in, out, kpmap::reproducible);
+//   psum(mesh, "data", in, out, kpmap::reproducible);   // or psum(axis, in, out, kpmap::reproducible)
 //   pmean(mesh, "data", in, out, kpmap::reproducible);
 // Element types float and double (accumulated in double). How (core/repro_sum.hpp): one pmax of
 // max |x| over the axis gives a bound B; every element becomes a two-level fixed-point
@@ -56,26 +56,25 @@ double max_abs(const V& v) {
 namespace detail {
 
 template <class In, class Out>
-void reproducible_reduce(const char* name, bool mean, const Mesh& mesh, const AxisNames& axes, const In& in,
-                         const Out& out) {
+void reproducible_reduce(const char* name, bool mean, const Axis& axis, const In& in, const Out& out) {
   check_pair<In, Out>();
   using T = value_t<In>;
   static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>,
                 "the reproducible psum / pmean take float or double elements");
   using memory_space = typename In::memory_space;
   using exec = exec_space_t<memory_space>;
-  const int n = mesh.axis_size(axes);  // an unknown axis throws InputError first
-  check_output_shape(name, axes, n, shape_of(in), "", shape_of(out), shape_of(in));
+  const int n = axis.size();
+  check_same_shape(name, axis.names(), n, in, out);
   const std::int64_t count = static_cast<std::int64_t>(in.size());
 
   // The bound: max |x| over the axis; a non-finite element makes it +Inf everywhere.
   Kokkos::View<double*, Kokkos::HostSpace> bound("kpmap::reproducible::bound", 1);
   bound(0) = max_abs(in);
-  pmax(mesh, axes, bound, bound);
+  pmax(axis, bound, bound);
   ReproGrid grid;
   if (!ReproGrid::make(static_cast<double>(n), bound(0), grid)) {
     std::ostringstream msg;
-    msg << "kpmap::" << name << " (reproducible) over " << axes.str() << ": the largest |element| is "
+    msg << "kpmap::" << name << " (reproducible) over " << axis.str() << ": the largest |element| is "
         << bound(0) << ", outside the exact accumulator's range (finite, and 2 x " << n
         << " ranks x it at most 2^1020)";
     throw RuntimeError(msg.str());
@@ -93,7 +92,7 @@ void reproducible_reduce(const char* name, bool mean, const Mesh& mesh, const Ax
         acc(count + i) = s2;
       });
   exec().fence();
-  psum(mesh, axes, acc, acc);
+  psum(axis, acc, acc);
   const double divisor = mean ? static_cast<double>(n) : 1.0;
   Kokkos::parallel_for(
       "kpmap::reproducible::value", Kokkos::RangePolicy<exec, Policy>(0, count),
@@ -107,14 +106,24 @@ void reproducible_reduce(const char* name, bool mean, const Mesh& mesh, const Ax
 
 // psum whose result does not depend on the order of the additions (see the top of this file).
 template <class In, class Out>
-void psum(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out, Reproducible) {
-  detail::reproducible_reduce("psum", false, mesh, axes, in, out);
+void psum(const Axis& axis, const In& in, const Out& out, Reproducible) {
+  detail::reproducible_reduce("psum", false, axis, in, out);
 }
 
 // pmean likewise: the reproducible sum, then one division by the axis size.
 template <class In, class Out>
-void pmean(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out, Reproducible) {
-  detail::reproducible_reduce("pmean", true, mesh, axes, in, out);
+void pmean(const Axis& axis, const In& in, const Out& out, Reproducible) {
+  detail::reproducible_reduce("pmean", true, axis, in, out);
+}
+
+template <class In, class Out>
+void psum(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out, Reproducible r) {
+  psum(mesh.axis(axes), in, out, r);
+}
+
+template <class In, class Out>
+void pmean(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out, Reproducible r) {
+  pmean(mesh.axis(axes), in, out, r);
 }
 
 }  // namespace kpmap

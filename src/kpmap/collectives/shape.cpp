@@ -157,19 +157,31 @@ Shape all_to_all_shape(const Shape& in, const AxisNames& axes, int n, int split_
   return out;
 }
 
+Shape all_gather_shape(const Axis& group, const Shape& in, int axis, bool tiled) {
+  return all_gather_shape(in, group.names(), group.size(), axis, tiled);
+}
+
+Shape psum_scatter_shape(const Axis& group, const Shape& in, int scatter_dimension, bool tiled) {
+  return psum_scatter_shape(in, group.names(), group.size(), scatter_dimension, tiled);
+}
+
+Shape all_to_all_shape(const Axis& group, const Shape& in, int split_axis, int concat_axis, bool tiled) {
+  return all_to_all_shape(in, group.names(), group.size(), split_axis, concat_axis, tiled);
+}
+
 Shape all_gather_shape(const Mesh& mesh, const AxisNames& axes, const Shape& in, int axis,
                        bool tiled) {
-  return all_gather_shape(in, axes, mesh.axis_size(axes), axis, tiled);
+  return all_gather_shape(mesh.axis(axes), in, axis, tiled);
 }
 
 Shape psum_scatter_shape(const Mesh& mesh, const AxisNames& axes, const Shape& in,
                          int scatter_dimension, bool tiled) {
-  return psum_scatter_shape(in, axes, mesh.axis_size(axes), scatter_dimension, tiled);
+  return psum_scatter_shape(mesh.axis(axes), in, scatter_dimension, tiled);
 }
 
 Shape all_to_all_shape(const Mesh& mesh, const AxisNames& axes, const Shape& in, int split_axis,
                        int concat_axis, bool tiled) {
-  return all_to_all_shape(in, axes, mesh.axis_size(axes), split_axis, concat_axis, tiled);
+  return all_to_all_shape(mesh.axis(axes), in, split_axis, concat_axis, tiled);
 }
 
 }  // namespace kpmap

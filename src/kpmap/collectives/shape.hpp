@@ -42,6 +42,11 @@ Shape psum_scatter_shape(const Shape& in, const AxisNames& axes, int n, int scat
 Shape all_to_all_shape(const Shape& in, const AxisNames& axes, int n, int split_axis,
                        int concat_axis, bool tiled);
 
+// The same over a resolved axis (or tuple).
+Shape all_gather_shape(const Axis& group, const Shape& in, int axis, bool tiled);
+Shape psum_scatter_shape(const Axis& group, const Shape& in, int scatter_dimension, bool tiled);
+Shape all_to_all_shape(const Axis& group, const Shape& in, int split_axis, int concat_axis, bool tiled);
+
 // The same over a mesh axis (or tuple); an unknown axis name throws the mesh's InputError.
 Shape all_gather_shape(const Mesh& mesh, const AxisNames& axes, const Shape& in, int axis,
                        bool tiled);

@@ -440,7 +440,13 @@ nlohmann::ordered_json to_json(const CommConfig& c) {
 }
 
 nlohmann::ordered_json to_json(const CheckpointConfig& c) {
-  return {{"path", c.path}, {"every", c.every}, {"keep", c.keep}, {"resume", c.resume}};
+  nlohmann::ordered_json o{{"path", c.path}};
+  if (!c.path.empty()) {  // every and keep apply only with a path
+    o["every"] = c.every;
+    o["keep"] = c.keep;
+  }
+  o["resume"] = c.resume;
+  return o;
 }
 
 nlohmann::ordered_json to_json(const BenchConfig& b) {

@@ -47,8 +47,6 @@ std::vector<std::string> kokkos_backends() {
 
 std::string execution_space_name() { return execution_space::name(); }
 
-std::string kokkos_kernels_version() { return KPMAP_KOKKOSKERNELS_VERSION; }
-
 std::string mpi_library_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
@@ -56,17 +54,6 @@ std::string mpi_library_version() {
   std::string s(text, len);
   auto end = s.find('\n');
   return end == std::string::npos ? s : s.substr(0, end);
-}
-
-std::string version_report() {
-  std::ostringstream out;
-  out << "kpmap " << version() << '\n';
-  out << "Kokkos " << kokkos_version() << " (backends:";
-  for (const auto& b : kokkos_backends()) out << ' ' << b;
-  out << "; kpmap runs on " << execution_space_name() << ")\n";
-  out << "Kokkos Kernels " << kokkos_kernels_version() << '\n';
-  out << "MPI: " << mpi_library_version() << '\n';
-  return out.str();
 }
 
 }  // namespace kpmap

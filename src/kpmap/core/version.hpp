@@ -1,4 +1,5 @@
-// What `kpmap --version` prints: kpmap, Kokkos with its backends, Kokkos Kernels, MPI.
+// Versions of kpmap and of what its collectives run on: Kokkos with its backends, MPI (the
+// mini-app adds Kokkos Kernels: report/version.hpp).
 #pragma once
 
 #include <string>
@@ -10,8 +11,6 @@ std::string version();                        // kpmap's own, e.g. "0.1.0"
 std::string kokkos_version();                 // e.g. "3.4.1"
 std::vector<std::string> kokkos_backends();   // enabled execution spaces, e.g. {"OpenMP", "Serial"}
 std::string execution_space_name();           // the space kpmap runs its kernels on
-std::string kokkos_kernels_version();         // e.g. "3.4.01"
 std::string mpi_library_version();            // MPI_Get_library_version, first line
-std::string version_report();                 // all of the above, one item a line
 
 }  // namespace kpmap

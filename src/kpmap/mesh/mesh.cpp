@@ -93,9 +93,21 @@ Mesh::Mesh(MPI_Comm comm, std::vector<MeshAxis> axes) {
   // ranks that share the coordinates outside the tuple; the key orders them row-major over it.
   const auto me = coords();
   const int n = static_cast<int>(axes_.size());
+  group_.fill(-1);
+  const auto add = [&](const std::vector<int>& inside, MPI_Comm sub) {
+    int key = 0, size = 1;
+    std::vector<std::string> names;
+    for (int p : inside) {
+      key = key * (max_axes + 1) + p + 1;
+      size *= axes_[p].size;
+      names.push_back(axes_[p].name);
+    }
+    group_[key] = static_cast<int>(groups_.size());
+    groups_.push_back({Communicator(sub), flat_index(me, axes_, inside), size, AxisNames(std::move(names))});
+  };
   MPI_Comm self = MPI_COMM_NULL;  // the empty tuple of axes: this rank alone
   check_mpi(MPI_Comm_split(dup, rank_, 0, &self), "MPI_Comm_split");
-  subs_.emplace(std::vector<int>{}, Communicator(self));
+  add({}, self);
   for (int mask = 1; mask < (1 << n); ++mask) {
     std::vector<int> inside, outside;
     for (int p = 0; p < n; ++p) ((mask >> p) & 1 ? inside : outside).push_back(p);
@@ -103,7 +115,7 @@ Mesh::Mesh(MPI_Comm comm, std::vector<MeshAxis> axes) {
     do {
       MPI_Comm sub = MPI_COMM_NULL;
       check_mpi(MPI_Comm_split(dup, color, flat_index(me, axes_, inside), &sub), "MPI_Comm_split");
-      subs_.emplace(inside, Communicator(sub));
+      add(inside, sub);
     } while (std::next_permutation(inside.begin(), inside.end()));
   }
 }
@@ -126,35 +138,28 @@ std::string Mesh::describe() const {
   return out.str();
 }
 
-std::vector<int> Mesh::positions(const AxisNames& axes) const {
-  std::vector<int> pos;
-  for (const auto& name : axes.names()) {
-    auto it = std::find_if(axes_.begin(), axes_.end(), [&](const MeshAxis& a) { return a.name == name; });
-    if (it == axes_.end()) {
-      throw InputError("axis name '" + name + "' in " + axes.str() + " is not an axis of the mesh " +
-                       describe());
-    }
-    const int p = static_cast<int>(it - axes_.begin());
-    if (std::find(pos.begin(), pos.end(), p) != pos.end()) {
-      throw InputError("axis name '" + name + "' appears twice in " + axes.str());
-    }
-    pos.push_back(p);
+int Mesh::position(const std::string& name, const AxisNames& axes) const {
+  for (size_t p = 0; p < axes_.size(); ++p) {
+    if (axes_[p].name == name) return static_cast<int>(p);
   }
-  return pos;
+  throw InputError("axis name '" + name + "' in " + axes.str() + " is not an axis of the mesh " + describe());
 }
 
 bool Mesh::has_axis(const std::string& name) const {
   return std::any_of(axes_.begin(), axes_.end(), [&](const MeshAxis& a) { return a.name == name; });
 }
 
-MPI_Comm Mesh::comm(const AxisNames& axes) const { return subs_.at(positions(axes)).get(); }
-
-int Mesh::axis_index(const AxisNames& axes) const { return flat_index(coords(), axes_, positions(axes)); }
-
-int Mesh::axis_size(const AxisNames& axes) const {
-  int n = 1;
-  for (int p : positions(axes)) n *= axes_[p].size;
-  return n;
+Axis Mesh::axis(const AxisNames& axes) const {
+  int key = 0;
+  unsigned seen = 0;  // bit p: position p is in the tuple
+  for (const auto& name : axes.names()) {
+    const int p = position(name, axes);
+    if ((seen >> p) & 1u) throw InputError("axis name '" + name + "' appears twice in " + axes.str());
+    seen |= 1u << p;
+    key = key * (max_axes + 1) + p + 1;  // at most max_axes distinct names get here
+  }
+  const Group& g = groups_[group_[key]];
+  return Axis(g.comm.get(), g.index, g.size, &g.names);
 }
 
 }  // namespace kpmap

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "kpmap/core/error.hpp"
-#include "kpmap/core/version.hpp"
+#include "kpmap/report/version.hpp"
 
 namespace kpmap {
 

@@ -174,15 +174,17 @@ class StepComm {
   // n_params: the parameters of this model slice.
   StepComm(const Mesh& mesh, Dtype wire, bool scaled, const CommSpec& spec, long long n_params)
       : mesh_(mesh),
-        data_size_(mesh.has_axis("data") ? mesh.axis_size("data") : 1),
-        model_size_(mesh.has_axis("model") ? mesh.axis_size("model") : 1),
+        data_(mesh.axis(mesh.has_axis("data") ? AxisNames("data") : AxisNames())),
+        model_(mesh.axis(mesh.has_axis("model") ? AxisNames("model") : AxisNames())),
+        all_(mesh.axis(all_names(mesh))),
+        data_size_(data_.size()),
+        model_size_(model_.size()),
         spec_(spec),
         wire_(wire),
         cast_(scaled || wire != dtype_v<Acc>),
         flag_("kpmap::train::finite_flag", 1),
         exponent_("kpmap::train::loss_exponent", 1),
         bound_("kpmap::train::bound", 1) {
-    for (const auto& axis : mesh.axes()) all_axes_.push_back(axis.name);
     layout_.n = n_params;
     layout_.sharded = sharded();
     layout_.ranks = sharded() ? data_size_ : 1;
@@ -205,8 +207,8 @@ class StepComm {
   int data_size() const { return data_size_; }
   int model_size() const { return model_size_; }
   const Mesh& mesh() const { return mesh_; }
-  int data_index() const { return data_size_ > 1 ? mesh_.axis_index("data") : 0; }
-  int model_index() const { return model_size_ > 1 ? mesh_.axis_index("model") : 0; }
+  int data_index() const { return data_.index(); }
+  int model_index() const { return model_.index(); }
   bool sharded() const { return spec_.strategy == CommStrategy::reduce_scatter; }
   // Whether the statistics are cast (pre-divided, scaled) before they travel.
   bool casts() const { return cast_; }
@@ -234,7 +236,7 @@ class StepComm {
   void sum_partial_products(const V& z) {
     if (model_size_ == 1) return;
     using T = typename V::non_const_value_type;
-    psum(mesh_, "model", z, z);
+    psum(model_, z, z);
     count(z.extent(0) * sizeof(T), {"psum", "model", dtype_v<T>}, z.extent(0) * sizeof(T));
   }
 
@@ -268,7 +270,7 @@ class StepComm {
       return;
     }
     exec.fence();
-    all_gather(mesh_, "data", shard, gathered, 0, true);
+    all_gather(data_, shard, gathered, 0, true);
     count(shard.extent(0) * sizeof(S), {"all_gather", "data", dtype_v<S>}, gathered.extent(0) * sizeof(S));
   }
 
@@ -297,8 +299,8 @@ class StepComm {
     flag_(0) = static_cast<float>(own ? rank : reduced ? size + rank : 2 * size);
     const bool same_everywhere = !sharded() && model_size_ == 1;
     if (size > 1 && (every_step || !same_everywhere || reduced)) {
-      pmin(mesh_, AxisNames(all_axes_), flag_, flag_);
-      count(sizeof(float), {"pmin", AxisNames(all_axes_).str(), Dtype::fp32}, sizeof(float));
+      pmin(all_, flag_, flag_);
+      count(sizeof(float), {"pmin", all_.str(), Dtype::fp32}, sizeof(float));
     }
     const int first = static_cast<int>(flag_(0));
     if (first >= 2 * size) return {};
@@ -312,7 +314,7 @@ class StepComm {
     int e = 0;
     if (std::isfinite(local_loss) && local_loss > 0) std::frexp(local_loss, &e);
     exponent_(0) = e;
-    if (mesh_.size() > 1) pmax(mesh_, AxisNames(all_axes_), exponent_, exponent_);
+    if (mesh_.size() > 1) pmax(all_, exponent_, exponent_);
     loss_exponent_ = exponent_(0);
   }
 
@@ -325,7 +327,7 @@ class StepComm {
   // depend on MPI's order of additions.
   void sum_exact(const View1<double>& acc) {
     if (data_size_ == 1) return;
-    psum(mesh_, "data", acc, acc);
+    psum(data_, acc, acc);
     count(acc.extent(0) * sizeof(double), {"psum", "data", Dtype::fp64}, acc.extent(0) * sizeof(double));
   }
 
@@ -333,7 +335,7 @@ class StepComm {
   double max_over_model(double local) {
     bound_(0) = local;
     if (model_size_ > 1) {
-      pmax(mesh_, "model", bound_, bound_);
+      pmax(model_, bound_, bound_);
       count(sizeof(double), {"pmax", "model", Dtype::fp64}, sizeof(double));
     }
     return bound_(0);
@@ -341,7 +343,7 @@ class StepComm {
 
   // Before the first step: v <- the elementwise largest of every rank's v (pmax over the mesh).
   void agree_max(const Kokkos::View<double*, Kokkos::HostSpace>& v) {
-    if (mesh_.size() > 1) pmax(mesh_, AxisNames(all_axes_), v, v);
+    if (mesh_.size() > 1) pmax(all_, v, v);
   }
 
   // Whether every slot of the last reduction that this rank holds is finite.
@@ -426,12 +428,11 @@ class StepComm {
     const long long lo = k * layout_.bucket;
     const auto recv = sharded() ? Kokkos::subview(w.recv, Kokkos::make_pair(lo, lo + width)) : send;
     if (spec_.overlap) {
-      requests_.push_back(sharded() ? ipsum_scatter(mesh_, "data", send, recv, 0, true)
-                                    : ipsum(mesh_, "data", send, send));
+      requests_.push_back(sharded() ? ipsum_scatter(data_, send, recv, 0, true) : ipsum(data_, send, send));
     } else if (sharded()) {
-      psum_scatter(mesh_, "data", send, recv, 0, true);
+      psum_scatter(data_, send, recv, 0, true);
     } else {
-      psum(mesh_, "data", send, send);
+      psum(data_, send, send);
     }
     count(send.extent(0) * sizeof(C), {sharded() ? "psum_scatter" : "psum", "data", dtype_v<C>},
           send.extent(0) * sizeof(C));
@@ -463,7 +464,15 @@ class StepComm {
     return {loss};
   }
 
+  // Every axis name of the mesh, in order: the tuple the finite check and the agreements run over.
+  static AxisNames all_names(const Mesh& mesh) {
+    std::vector<std::string> names;
+    for (const auto& axis : mesh.axes()) names.push_back(axis.name);
+    return AxisNames(std::move(names));
+  }
+
   const Mesh& mesh_;
+  Axis data_, model_, all_;  // resolved once; data_ and model_ are () where the mesh has no such axis
   int data_size_, model_size_;
   CommSpec spec_;
   Dtype wire_;
@@ -472,7 +481,6 @@ class StepComm {
   std::vector<std::vector<Range>> bucket_slots_;
   int loss_exponent_ = 0;  // the loss slot travels as loss * 2^-loss_exponent_
   double scale_of_last_ = 1.0;
-  std::vector<std::string> all_axes_;
   step_comm_detail::Wire<double> wire64_;
   step_comm_detail::Wire<float> wire32_;
   step_comm_detail::Wire<bf16> wire_bf16_;
