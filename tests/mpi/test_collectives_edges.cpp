@@ -97,11 +97,9 @@ TEST(GpuAwareMpi, UserOpsNeverSeeDeviceMemory) {
   // The plans choose host-only staging exactly for the user ops.
   using V = RView<float, 1>;
   using H = RView<kpmap::bf16, 1>;
-  using kpmap::Mesh;
-  using MaxPlan =
-      decltype(kpmap::detail::plan_reduce<ReduceOp::max>("", false, std::declval<const Mesh&>(), "i", V(), V()));
-  using SumPlan =
-      decltype(kpmap::detail::plan_reduce<ReduceOp::sum>("", false, std::declval<const Mesh&>(), "i", V(), V()));
+  using kpmap::Axis;
+  using MaxPlan = decltype(kpmap::detail::plan_reduce<ReduceOp::max>("", false, std::declval<const Axis&>(), V(), V()));
+  using SumPlan = decltype(kpmap::detail::plan_reduce<ReduceOp::sum>("", false, std::declval<const Axis&>(), V(), V()));
   static_assert(std::is_same_v<MaxPlan, kpmap::detail::ReducePlan<V, V, true>>);
   static_assert(std::is_same_v<SumPlan, kpmap::detail::ReducePlan<V, V, false>>);
   static_assert(kpmap::detail::ScatterPlan<H, H>::host_only && !kpmap::detail::ScatterPlan<V, V>::host_only);
