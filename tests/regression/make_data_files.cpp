@@ -28,7 +28,8 @@ void check(bool ok, const std::string& what) {
 void dataset(hid_t file, const char* name, std::vector<hsize_t> dims, const std::vector<double>& values) {
   const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
   const hid_t set = H5Dcreate2(file, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  check(set >= 0 && H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0, name);
+  check(set >= 0 && H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
+        name);
   H5Dclose(set);
   H5Sclose(space);
 }

@@ -13,21 +13,27 @@ namespace kpmap {
 
 namespace {
 
-DataSource source_of(const Config& config) { return data_source(config.problem.source, config.problem.data_path); }
+DataSource source_of(const Config& config) {
+  return data_source(config.problem.source, config.problem.data_path);
+}
 
 // `key` from the deck (0: not given) against the file's `value`.
 void agree_with_file(const std::string& key, long long& deck, long long file, const std::string& what,
                      const DataSource& source) {
   if (deck != 0 && deck != file) {
     throw InputError("problem." + key + ": " + std::to_string(deck) + " in the deck, but problem.source '" +
-                     source.text + "' has " + std::to_string(file) + " " + what + " (allowed: " +
-                     std::to_string(file) + ", or leave problem." + key + " out)");
+                     source.text + "' has " + std::to_string(file) + " " + what +
+                     " (allowed: " + std::to_string(file) + ", or leave problem." + key + " out)");
   }
   deck = file;
 }
 
-int axis_index(const Mesh& mesh, const std::string& axis) { return mesh.has_axis(axis) ? mesh.axis_index(axis) : 0; }
-int axis_size(const Mesh& mesh, const std::string& axis) { return mesh.has_axis(axis) ? mesh.axis_size(axis) : 1; }
+int axis_index(const Mesh& mesh, const std::string& axis) {
+  return mesh.has_axis(axis) ? mesh.axis_index(axis) : 0;
+}
+int axis_size(const Mesh& mesh, const std::string& axis) {
+  return mesh.has_axis(axis) ? mesh.axis_size(axis) : 1;
+}
 
 // Rank 0 writes the file; the others learn whether it could.
 template <class Write>
@@ -73,14 +79,15 @@ void resolve_data_source(Config& config) {
   agree_with_file("features", p.features, shape.features, "features (columns of X)", source);
   if (config.mode == Mode::train && config.train.batch > p.samples) {
     throw InputError("train.batch: " + std::to_string(config.train.batch) + " exceeds the " +
-                     std::to_string(p.samples) + " samples of problem.source '" + source.text + "' (allowed: 1 to " +
-                     std::to_string(p.samples) + ")");
+                     std::to_string(p.samples) + " samples of problem.source '" + source.text +
+                     "' (allowed: 1 to " + std::to_string(p.samples) + ")");
   }
   for (const auto& a : config.mesh.axes) {
     if (config.mode != Mode::train || a.name != "model" || a.size <= p.features) continue;
     throw InputError("mesh.axes.model: size " + std::to_string(a.size) + " exceeds the " +
                      std::to_string(p.features) + " features of problem.source '" + source.text +
-                     "' (each model rank holds at least one feature; allowed: 1 to " + std::to_string(p.features) + ")");
+                     "' (each model rank holds at least one feature; allowed: 1 to " +
+                     std::to_string(p.features) + ")");
   }
   if (config.resolved.contains("problem")) {
     config.resolved["problem"]["samples"] = p.samples;
@@ -117,8 +124,8 @@ int run_convert_csv(const std::string& input, const std::string& output, int y_c
     table = read_csv(input);
     if (y_column == 0) y_column = static_cast<int>(table->cols);
     if (y_column < 1 || y_column > table->cols) {
-      throw InputError("--y-column: " + std::to_string(y_column) + " is not a column of " + input + " (allowed: 1 to " +
-                       std::to_string(table->cols) + ")");
+      throw InputError("--y-column: " + std::to_string(y_column) + " is not a column of " + input +
+                       " (allowed: 1 to " + std::to_string(table->cols) + ")");
     }
   } catch (const Error& e) {
     code = e.exit_code();
@@ -152,8 +159,8 @@ int run_convert_csv(const std::string& input, const std::string& output, int y_c
   MPI_Comm_rank(world, &rank);
   if (code == exit_success && rank == 0) {
     std::cout << "kpmap convert-csv: " << input << " (" << t.rows << " rows, "
-              << (t.header.empty() ? "no header" : "header") << ", y = column " << y_column << ") -> " << output
-              << ": X [" << t.rows << " x " << features << "], y [" << t.rows << "]" << std::endl;
+              << (t.header.empty() ? "no header" : "header") << ", y = column " << y_column << ") -> "
+              << output << ": X [" << t.rows << " x " << features << "], y [" << t.rows << "]" << std::endl;
   }
   return code;
 }
@@ -168,8 +175,9 @@ int run_write_synthetic(const std::string& deck, const std::vector<std::string>&
   try {
     config = load_config(deck, overrides, ranks);
     if (config->problem.source != "synthetic" || config->problem.samples == 0) {
-      throw InputError("problem.source: '" + config->problem.source +
-                       "': write-synthetic writes a synthetic problem (allowed: a deck with problem.source synthetic)");
+      throw InputError(
+          "problem.source: '" + config->problem.source +
+          "': write-synthetic writes a synthetic problem (allowed: a deck with problem.source synthetic)");
     }
   } catch (const Error& e) {
     code = e.exit_code();
@@ -178,15 +186,24 @@ int run_write_synthetic(const std::string& deck, const std::vector<std::string>&
   code = agree_on_exit(world, code, message);
   if (code != exit_success) return code;
   const ProblemConfig& c = config->problem;
-  const SyntheticProblem p{c.samples, c.features, c.bias, c.noise, static_cast<std::uint64_t>(c.seed), c.weight_scale};
+  const SyntheticProblem p{c.samples,     c.features, c.bias, c.noise, static_cast<std::uint64_t>(c.seed),
+                           c.weight_scale};
   const Dtype compute = config->precision.compute;
   code = write_on_rank0(world, output, [&] {
     std::vector<double> X, y;
     switch (compute) {
-      case Dtype::fp64: synthetic_values<double>(p, X, y); break;
-      case Dtype::fp32: synthetic_values<float>(p, X, y); break;
-      case Dtype::bf16: synthetic_values<bf16>(p, X, y); break;
-      case Dtype::fp16: synthetic_values<fp16>(p, X, y); break;
+      case Dtype::fp64:
+        synthetic_values<double>(p, X, y);
+        break;
+      case Dtype::fp32:
+        synthetic_values<float>(p, X, y);
+        break;
+      case Dtype::bf16:
+        synthetic_values<bf16>(p, X, y);
+        break;
+      case Dtype::fp16:
+        synthetic_values<fp16>(p, X, y);
+        break;
     }
     h5::Handle file = h5::create_file(output);
     h5::write_matrix(file.get(), "X", X, p.samples, p.features, h5::Type::f64);
@@ -200,9 +217,9 @@ int run_write_synthetic(const std::string& deck, const std::vector<std::string>&
   int rank = 0;
   MPI_Comm_rank(world, &rank);
   if (code == exit_success && rank == 0) {
-    std::cout << "kpmap write-synthetic: " << deck << " -> " << output << ": X [" << p.samples << " x " << p.features
-              << "] rounded to " << to_string(compute) << ", y [" << p.samples << "], w [" << p.features << "], b"
-              << std::endl;
+    std::cout << "kpmap write-synthetic: " << deck << " -> " << output << ": X [" << p.samples << " x "
+              << p.features << "] rounded to " << to_string(compute) << ", y [" << p.samples << "], w ["
+              << p.features << "], b" << std::endl;
   }
   return code;
 }

@@ -68,7 +68,8 @@ class Parser {
     if (col > 0) {
       where += "column " + std::to_string(col);
       const auto c = static_cast<std::size_t>(col - 1);
-      if (c < table_.header.size() && !table_.header[c].empty()) where += " (" + quoted(table_.header[c]) + ")";
+      if (c < table_.header.size() && !table_.header[c].empty())
+        where += " (" + quoted(table_.header[c]) + ")";
       where += ": ";
     }
     throw InputError(where + what);
@@ -100,9 +101,12 @@ class Parser {
       const std::string& c = cells[static_cast<std::size_t>(j)];
       double v = 0;
       switch (parse_number(c, v)) {
-        case Cell::number: break;
-        case Cell::empty: fail(number, j + 1, "empty cell (allowed: a finite number)");
-        case Cell::not_finite: fail(number, j + 1, quoted(c) + " is not finite (allowed: a finite number)");
+        case Cell::number:
+          break;
+        case Cell::empty:
+          fail(number, j + 1, "empty cell (allowed: a finite number)");
+        case Cell::not_finite:
+          fail(number, j + 1, quoted(c) + " is not finite (allowed: a finite number)");
         case Cell::text:
           fail(number, j + 1,
                quoted(c) + " is not a number (allowed: a finite number" +

@@ -23,13 +23,20 @@ std::string dims_text(const std::vector<long long>& dims) {
 
 std::string class_text(H5T_class_t c) {
   switch (c) {
-    case H5T_INTEGER: return "integer";
-    case H5T_FLOAT: return "float";
-    case H5T_STRING: return "string";
-    case H5T_COMPOUND: return "compound";
-    case H5T_ENUM: return "enum";
-    case H5T_ARRAY: return "array";
-    default: return "non-numeric";
+    case H5T_INTEGER:
+      return "integer";
+    case H5T_FLOAT:
+      return "float";
+    case H5T_STRING:
+      return "string";
+    case H5T_COMPOUND:
+      return "compound";
+    case H5T_ENUM:
+      return "enum";
+    case H5T_ARRAY:
+      return "array";
+    default:
+      return "non-numeric";
   }
 }
 
@@ -39,7 +46,8 @@ class H5File {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) fail("no such file");
     if (!std::filesystem::is_regular_file(path, ec)) fail("not a regular file");
-    if (!h5::is_hdf5(path)) fail("not an HDF5 file (expected datasets X [samples x features] and y [samples])");
+    if (!h5::is_hdf5(path))
+      fail("not an HDF5 file (expected datasets X [samples x features] and y [samples])");
     try {
       file_ = h5::open_file(path);
     } catch (const h5::IoError& e) {
@@ -80,11 +88,12 @@ DataFileShape inspect_hdf5(const std::string& path) {
   const H5File f(path);
   const auto x = f.dims("X", x_expected);
   if (x.size() != 2) f.fail("dataset X is " + dims_text(x) + " (expected " + x_expected + ")");
-  if (x[0] < 1 || x[1] < 1) f.fail("dataset X is " + dims_text(x) + " (expected at least 1 sample and 1 feature)");
+  if (x[0] < 1 || x[1] < 1)
+    f.fail("dataset X is " + dims_text(x) + " (expected at least 1 sample and 1 feature)");
   const auto y = f.dims("y", y_expected);
   if (y.size() != 1 || y[0] != x[0]) {
-    f.fail("dataset y is " + dims_text(y) + " (expected [" + std::to_string(x[0]) + "], one value per row of X " +
-           dims_text(x) + ")");
+    f.fail("dataset y is " + dims_text(y) + " (expected [" + std::to_string(x[0]) +
+           "], one value per row of X " + dims_text(x) + ")");
   }
   DataFileShape shape{x[0], x[1], f.has("w")};
   if (shape.has_weights) {
@@ -134,8 +143,9 @@ DataBlock read_hdf5_block(const std::string& path, const BatchPlan& plan, Range 
   }
   const auto not_finite = [&](const std::string& name) {
     return [&f, name](long long row, long long col, double v) {
-      f.fail("dataset " + name + (name == "X" ? "[" + std::to_string(row) + ", " + std::to_string(col) + "]"
-                                              : "[" + std::to_string(row) + "]") +
+      f.fail("dataset " + name +
+             (name == "X" ? "[" + std::to_string(row) + ", " + std::to_string(col) + "]"
+                          : "[" + std::to_string(row) + "]") +
              " (0-based) is " + (std::isnan(v) ? "NaN" : "Inf") + " (allowed: finite values)");
     };
   };
@@ -147,7 +157,8 @@ DataBlock read_hdf5_block(const std::string& path, const BatchPlan& plan, Range 
 DataBlock read_csv_block(const std::string& path, const BatchPlan& plan, Range cols) {
   const CsvTable table = read_csv(path);
   if (table.rows != plan.samples || cols.end > table.cols - 1) {
-    throw InputError(where + path + ": " + std::to_string(table.rows) + " rows of " + std::to_string(table.cols) +
+    throw InputError(where + path + ": " + std::to_string(table.rows) + " rows of " +
+                     std::to_string(table.cols) +
                      " columns, not the shape read before the run (has the file changed?)");
   }
   const long long n = plan.slice.size();
@@ -211,10 +222,12 @@ std::optional<TrueParameters> read_true_parameters(const DataSource& source, lon
     f.fail(e.what());
   }
   if (static_cast<long long>(t.w.size()) != features) {
-    f.fail("dataset w has " + std::to_string(t.w.size()) + " values (expected " + std::to_string(features) + ")");
+    f.fail("dataset w has " + std::to_string(t.w.size()) + " values (expected " + std::to_string(features) +
+           ")");
   }
   for (std::size_t j = 0; j < t.w.size(); ++j) {
-    if (!std::isfinite(t.w[j])) f.fail("dataset w[" + std::to_string(j) + "] is not finite (allowed: finite values)");
+    if (!std::isfinite(t.w[j]))
+      f.fail("dataset w[" + std::to_string(j) + "] is not finite (allowed: finite values)");
   }
   if (!std::isfinite(t.b)) f.fail("dataset b is not finite (allowed: a finite value)");
   return t;

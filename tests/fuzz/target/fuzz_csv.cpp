@@ -26,9 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
     const kpmap::CsvTable t = kpmap::parse_csv(text, "fuzz.csv");
-    if (t.rows < 1 || t.cols < 2) fail("an accepted table is too small", std::to_string(t.rows) + " x " + std::to_string(t.cols));
-    if (t.values.size() != static_cast<std::size_t>(t.rows * t.cols)) fail("values are not rows x cols", text);
-    if (!t.header.empty() && static_cast<long long>(t.header.size()) != t.cols) fail("header is not cols names", text);
+    if (t.rows < 1 || t.cols < 2)
+      fail("an accepted table is too small", std::to_string(t.rows) + " x " + std::to_string(t.cols));
+    if (t.values.size() != static_cast<std::size_t>(t.rows * t.cols))
+      fail("values are not rows x cols", text);
+    if (!t.header.empty() && static_cast<long long>(t.header.size()) != t.cols)
+      fail("header is not cols names", text);
     for (const double v : t.values) {
       if (!std::isfinite(v)) fail("an accepted value is not finite", text);
     }
