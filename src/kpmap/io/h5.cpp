@@ -211,11 +211,6 @@ std::vector<long long> read_integers(hid_t parent, const std::string& name) {
   return read_all<long long>(parent, name);
 }
 
-std::vector<double> read_block(hid_t parent, const std::string& name, long long row0, long long rows, long long col0,
-                               long long cols) {
-  return read_strided_rows(parent, name, row0, rows, 1, rows, col0, cols);
-}
-
 std::vector<double> read_strided_rows(hid_t parent, const std::string& name, long long row0, long long stride,
                                       long long blocks, long long rows, long long col0, long long cols) {
   const Handle set = open_dataset(parent, name);

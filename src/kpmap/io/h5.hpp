@@ -73,13 +73,10 @@ DatasetInfo info(hid_t parent, const std::string& name);
 // The whole dataset, converted to double / long long by HDF5.
 std::vector<double> read_doubles(hid_t parent, const std::string& name);
 std::vector<long long> read_integers(hid_t parent, const std::string& name);
-// Rows [row0, row0 + rows) and columns [col0, col0 + cols) of a 2-D dataset (cols of a 1-D one
-// must be 1 and col0 0), row-major, converted to double.
-std::vector<double> read_block(hid_t parent, const std::string& name, long long row0, long long rows,
-                               long long col0, long long cols);
 // `blocks` blocks of `rows` rows each, block k starting at row row0 + k * stride, of columns
-// [col0, col0 + cols) (one strided hyperslab, one read), row-major, block after block, converted
-// to double. A 1-D dataset as in read_block. Nothing is read when the selection is empty.
+// [col0, col0 + cols) of a 2-D dataset (of a 1-D one: cols 1, col0 0), in one strided hyperslab
+// and one read, row-major, block after block, converted to double. Nothing is read when the
+// selection is empty.
 std::vector<double> read_strided_rows(hid_t parent, const std::string& name, long long row0, long long stride,
                                       long long blocks, long long rows, long long col0, long long cols);
 
