@@ -56,7 +56,7 @@ void all_to_all(const Axis& group, const In& in, const Out& out, int split_axis,
   }
   typename Staged<Out>::flat_type received = recv.flat();
   if (outer_out > 1) received = allocate<T, Space>("kpmap::all_to_all_recv", m);
-  Kokkos::fence();
+  fence_all();
   const MPI_Datatype type = mpi_datatype<T>();
   if (!chunked(chunk)) {
     const int count = static_cast<int>(chunk);

@@ -156,7 +156,7 @@ ScatterPlan<In, Out> plan_psum_scatter(const Axis& group, const In& in, const Ou
   if (outer > 1) {
     p.send = allocate<T, typename Staged<In, host_only>::memory_space>("kpmap::psum_scatter", m);
     swap_leading(p.staged.flat(), p.send, outer, n, m / (outer * n));
-    Kokkos::fence();
+    fence_all();
   }
   return p;
 }

@@ -208,7 +208,7 @@ class Staged {
       flat_ = allocate<value_type, memory_space>("kpmap::host_staging", n);
       if (read) Kokkos::deep_copy(flat_, packed_);
     }
-    Kokkos::fence();  // MPI reads (or overwrites) the buffer next
+    fence_all();  // MPI reads (or overwrites) the buffer next
   }
 
   value_type* data() const { return flat_.data(); }
@@ -223,7 +223,7 @@ class Staged {
       if constexpr (!mpi_accessible_v<view_space, HostOnly>) Kokkos::deep_copy(packed_, flat_);
       if (!contiguous_) unpack(packed_, v_);
     }
-    Kokkos::fence();  // kernels that wrote the buffer (pmean, block swaps) are done
+    fence_all();  // kernels that wrote the buffer (pmean, block swaps) are done
   }
 
  private:

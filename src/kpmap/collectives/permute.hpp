@@ -78,7 +78,7 @@ void pbroadcast(const Axis& group, const In& in, const Out& out, int source) {
   if (me == source && !in_place) {
     Staged<In> own(in, Use::read);
     Kokkos::deep_copy(buffer.flat(), own.flat());
-    Kokkos::fence();
+    fence_all();
   }
   for_each_chunk(static_cast<std::int64_t>(in.size()), [&](std::int64_t offset, int count) {
     check_mpi(MPI_Bcast(buffer.data() + offset, count, mpi_datatype<T>(), source, comm),

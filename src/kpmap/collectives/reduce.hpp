@@ -120,7 +120,7 @@ void integer_mean(const Axis& axis, const In& in, const Out& out) {
   auto sum = make_view<result_view_t<In>>("kpmap::pmean_sum", shape_of(in));
   reduce<ReduceOp::sum>("pmean", false, axis, in, sum);
   divide_into(sum, out, n);
-  Kokkos::fence();  // the output is ready when pmean returns
+  fence_all();  // the output is ready when pmean returns
 }
 
 }  // namespace detail
