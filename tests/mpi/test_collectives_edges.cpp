@@ -98,14 +98,16 @@ TEST(GpuAwareMpi, UserOpsNeverSeeDeviceMemory) {
   using V = RView<float, 1>;
   using H = RView<kpmap::bf16, 1>;
   using kpmap::Axis;
-  using MaxPlan = decltype(kpmap::detail::plan_reduce<ReduceOp::max>("", false, std::declval<const Axis&>(), V(), V()));
-  using SumPlan = decltype(kpmap::detail::plan_reduce<ReduceOp::sum>("", false, std::declval<const Axis&>(), V(), V()));
-  static_assert(std::is_same_v<MaxPlan, kpmap::detail::ReducePlan<V, V, true>>);
-  static_assert(std::is_same_v<SumPlan, kpmap::detail::ReducePlan<V, V, false>>);
-  static_assert(kpmap::detail::ScatterPlan<H, H>::host_only && !kpmap::detail::ScatterPlan<V, V>::host_only);
-  static_assert(std::is_same_v<typename kpmap::detail::Staged<V, true>::memory_space,
+  using E = kpmap::execution_space;
+  using MaxPlan = decltype(kpmap::detail::plan_reduce<ReduceOp::max>("", false, E(), std::declval<const Axis&>(), V(), V()));
+  using SumPlan = decltype(kpmap::detail::plan_reduce<ReduceOp::sum>("", false, E(), std::declval<const Axis&>(), V(), V()));
+  static_assert(std::is_same_v<MaxPlan, kpmap::detail::ReducePlan<E, V, V, true>>);
+  static_assert(std::is_same_v<SumPlan, kpmap::detail::ReducePlan<E, V, V, false>>);
+  static_assert(kpmap::detail::ScatterPlan<E, H, H>::host_only && !kpmap::detail::ScatterPlan<E, V, V>::host_only);
+  // Device Views are staged in pinned host memory where the backend has it.
+  static_assert(std::is_same_v<typename kpmap::detail::Staged<E, V, true>::memory_space,
                                std::conditional_t<kpmap::host_accessible_v<kpmap::memory_space>,
-                                                  kpmap::memory_space, Kokkos::HostSpace>>);
+                                                  kpmap::memory_space, kpmap::detail::staging_space>>);
 }
 
 }  // namespace

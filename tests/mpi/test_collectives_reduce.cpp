@@ -211,8 +211,12 @@ TEST(ReduceLayouts, LayoutLeftAndStridedSubviews) {
 
 // Contiguous row-major host Views reach MPI without a copy; other layouts are packed.
 TEST(ReduceLayouts, ContiguousHostViewsAreNotCopied) {
-  using kpmap::detail::Staged;
   using kpmap::detail::Use;
+  // The staging of a View for reading (copy: a separate buffer forced).
+  const auto staged = [](const auto& v, bool copy = false) {
+    return kpmap::detail::Staged<kpmap::execution_space, std::decay_t<decltype(v)>>(kpmap::execution_space(), v,
+                                                                                   Use::read, copy);
+  };
   auto right = make<RView<float, 2>>({3, 4});
   auto left = make<LView<float, 2>>({3, 4});
   auto left1 = make<LView<float, 1>>({7});
@@ -220,15 +224,15 @@ TEST(ReduceLayouts, ContiguousHostViewsAreNotCopied) {
   auto rows = Kokkos::subview(parent, Kokkos::pair<int, int>(1, 3), Kokkos::ALL);
   auto cols = Kokkos::subview(parent, Kokkos::ALL, Kokkos::pair<int, int>(1, 3));
   constexpr bool host = kpmap::host_accessible_v<kpmap::memory_space> || KPMAP_GPU_AWARE_MPI;
-  EXPECT_EQ(Staged<decltype(right)>(right, Use::read).direct(), host);
-  EXPECT_EQ(Staged<decltype(left1)>(left1, Use::read).direct(), host);
-  EXPECT_EQ(Staged<decltype(rows)>(rows, Use::read).direct(), host);
+  EXPECT_EQ(staged(right).direct(), host);
+  EXPECT_EQ(staged(left1).direct(), host);
+  EXPECT_EQ(staged(rows).direct(), host);
   if (host) {
-    EXPECT_EQ(Staged<decltype(right)>(right, Use::read).data(), right.data());
+    EXPECT_EQ(staged(right).data(), right.data());
   }
-  EXPECT_FALSE(Staged<decltype(left)>(left, Use::read).direct());
-  EXPECT_FALSE(Staged<decltype(cols)>(cols, Use::read).direct());
-  EXPECT_FALSE(Staged<decltype(right)>(right, Use::read, true).direct());
+  EXPECT_FALSE(staged(left).direct());
+  EXPECT_FALSE(staged(cols).direct());
+  EXPECT_FALSE(staged(right, true).direct());
 }
 
 TEST(ReduceErrors, ShapeMismatchAndUnknownAxis) {

@@ -16,9 +16,10 @@
 namespace kpmap {
 
 // out has all_to_all_shape(group, shape(in), split_axis, concat_axis, tiled).
-template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
-void all_to_all(const Axis& group, const In& in, const Out& out, int split_axis, int concat_axis,
-                bool tiled = false) {
+template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0,
+          std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void all_to_all(const Exec& exec, const Axis& group, const In& in, const Out& out, int split_axis,
+                int concat_axis, bool tiled = false) {
   using namespace detail;
   check_pair<In, Out>();
   using T = value_t<In>;
@@ -46,55 +47,78 @@ void all_to_all(const Axis& group, const In& in, const Out& out, int split_axis,
   const std::int64_t outer_in = product(shape, 0, split_axis);
   const std::int64_t outer_out = product(chunk_shape, 0, concat_axis);
 
-  using Space = typename Staged<Out>::memory_space;
-  Staged<In> staged(in, Use::read, aliased(in, out));
-  Staged<Out> recv(out, Use::write);
-  typename Staged<In>::flat_type send = staged.flat();
+  using Space = typename Staged<Exec, Out>::memory_space;
+  Staged<Exec, In> staged(exec, in, Use::read, aliased(in, out));
+  Staged<Exec, Out> recv(exec, out, Use::write);
+  const auto space = recv.flat_exec();
+  const Scratch<T, Space> swapped_send(outer_in > 1 ? m : 0), swapped_recv(outer_out > 1 ? m : 0);
+  T* send = staged.data();
   if (outer_in > 1) {
-    send = allocate<T, Space>("kpmap::all_to_all_send", m);
-    swap_leading(staged.flat(), send, outer_in, n, chunk / outer_in);
+    swap_leading(space, staged.flat(), swapped_send.view(), outer_in, n, chunk / outer_in);
+    fence_instance(space);
+    send = swapped_send.view().data();
   }
-  typename Staged<Out>::flat_type received = recv.flat();
-  if (outer_out > 1) received = allocate<T, Space>("kpmap::all_to_all_recv", m);
-  fence_all();
+  T* received = outer_out > 1 ? swapped_recv.view().data() : recv.data();
   const MPI_Datatype type = mpi_datatype<T>();
   if (!chunked(chunk)) {
     const int count = static_cast<int>(chunk);
-    check_mpi(MPI_Alltoall(send.data(), count, type, received.data(), count, type, comm),
-              "MPI_Alltoall");
+    check_mpi(MPI_Alltoall(send, count, type, received, count, type, comm), "MPI_Alltoall");
   } else {
     // Elements [offset, offset + k) of every rank's block, as one block type of extent chunk.
     for_each_chunk(chunk, [&](std::int64_t offset, int k) {
       const BlockType block(type, k, chunk);
-      check_mpi(MPI_Alltoall(send.data() + offset, 1, block.get(), received.data() + offset, 1,
-                             block.get(), comm),
+      check_mpi(MPI_Alltoall(send + offset, 1, block.get(), received + offset, 1, block.get(), comm),
                 "MPI_Alltoall");
     });
   }
-  if (outer_out > 1) swap_leading(received, recv.flat(), n, outer_out, chunk / outer_out);
+  if (outer_out > 1) swap_leading(space, swapped_recv.view(), recv.flat(), n, outer_out, chunk / outer_out);
   recv.finish();
 }
 
 // The returning variant: all_to_all keeps the rank in both modes.
-template <class V>
-result_view_t<V> all_to_all(const Axis& group, const V& x, int split_axis, int concat_axis,
-                            bool tiled = false) {
+template <class Exec, class V, detail::if_exec_t<Exec> = 0>
+result_view_t<V> all_to_all(const Exec& exec, const Axis& group, const V& x, int split_axis,
+                            int concat_axis, bool tiled = false) {
   auto out = detail::make_view<result_view_t<V>>(
       "kpmap::all_to_all", all_to_all_shape(group, detail::shape_of(x), split_axis, concat_axis, tiled));
-  all_to_all(group, x, out, split_axis, concat_axis, tiled);
+  all_to_all(exec, group, x, out, split_axis, concat_axis, tiled);
   return out;
 }
 
-// The same over a mesh and axis names (JAX's form), resolved (Mesh::axis) on every call.
+// Without an instance: the default one.
+template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void all_to_all(const Axis& group, const In& in, const Out& out, int split_axis, int concat_axis,
+                bool tiled = false) {
+  all_to_all(detail::default_exec_t<Out>(), group, in, out, split_axis, concat_axis, tiled);
+}
+template <class V>
+result_view_t<V> all_to_all(const Axis& group, const V& x, int split_axis, int concat_axis,
+                            bool tiled = false) {
+  return all_to_all(detail::default_exec_t<V>(), group, x, split_axis, concat_axis, tiled);
+}
+
+// The same over a mesh and axis names (JAX's form), with or without an instance, resolved
+// (Mesh::axis) on every call.
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
 void all_to_all(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
                 int split_axis, int concat_axis, bool tiled = false) {
   all_to_all(mesh.axis(axes), in, out, split_axis, concat_axis, tiled);
 }
+template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0,
+          std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void all_to_all(const Exec& exec, const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+                int split_axis, int concat_axis, bool tiled = false) {
+  all_to_all(exec, mesh.axis(axes), in, out, split_axis, concat_axis, tiled);
+}
 template <class V>
 result_view_t<V> all_to_all(const Mesh& mesh, const AxisNames& axes, const V& x, int split_axis,
                             int concat_axis, bool tiled = false) {
   return all_to_all(mesh.axis(axes), x, split_axis, concat_axis, tiled);
+}
+template <class Exec, class V, detail::if_exec_t<Exec> = 0>
+result_view_t<V> all_to_all(const Exec& exec, const Mesh& mesh, const AxisNames& axes, const V& x,
+                            int split_axis, int concat_axis, bool tiled = false) {
+  return all_to_all(exec, mesh.axis(axes), x, split_axis, concat_axis, tiled);
 }
 
 }  // namespace kpmap

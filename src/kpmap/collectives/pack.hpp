@@ -1,7 +1,8 @@
 // Staging of Views for MPI: MPI sees every View as a contiguous, row-major buffer in memory it
 // can read. Contiguous row-major Views in such memory go to MPI as they are (no copy); other
 // layouts (LayoutLeft, strided subviews) are packed into row-major buffers by a kernel on the
-// View's own execution space; device Views go through host mirrors unless KPMAP_GPU_AWARE_MPI.
+// caller's execution space instance; device Views go through pinned host buffers unless
+// KPMAP_GPU_AWARE_MPI. Every buffer comes from the collectives' pools (workspace.hpp).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -11,6 +12,7 @@
 
 #include "kpmap/collectives/mpi_types.hpp"
 #include "kpmap/collectives/shape.hpp"
+#include "kpmap/collectives/workspace.hpp"
 #include "kpmap/config.hpp"
 #include "kpmap/core/types.hpp"
 
@@ -42,23 +44,41 @@ template <class MemorySpace, bool HostOnly = false>
 inline constexpr bool mpi_accessible_v =
     mpi_may_access(host_accessible_v<MemorySpace>, KPMAP_GPU_AWARE_MPI, HostOnly);
 
-template <class MemorySpace, bool HostOnly = false>
-using mpi_space_t = std::conditional_t<mpi_accessible_v<MemorySpace, HostOnly>, MemorySpace,
-                                       Kokkos::HostSpace>;
+// Host memory that stages device Views for MPI: pinned (page-locked) where the backend has it,
+// so that the copies run at the link's speed and MPI may use the buffer directly.
+#if defined(KOKKOS_HAS_SHARED_HOST_PINNED_SPACE)
+using staging_space = Kokkos::SharedHostPinnedSpace;
+#elif defined(KOKKOS_ENABLE_CUDA)
+using staging_space = Kokkos::CudaHostPinnedSpace;
+#else
+using staging_space = Kokkos::HostSpace;
+#endif
 
-// The execution space that runs kernels on a buffer in MemorySpace.
+template <class MemorySpace, bool HostOnly = false>
+using mpi_space_t =
+    std::conditional_t<mpi_accessible_v<MemorySpace, HostOnly>, MemorySpace, staging_space>;
+
+// The execution space that runs kernels on a buffer in MemorySpace by default.
 template <class MemorySpace>
 using exec_space_t = typename Kokkos::View<int*, MemorySpace>::execution_space;
+
+// The instance a collective without one uses: the default instance of the Views' execution space.
+template <class V>
+using default_exec_t = typename V::execution_space;
+
+template <class E>
+using if_exec_t = std::enable_if_t<Kokkos::is_execution_space<E>::value, int>;
 
 template <class T, class MemorySpace>
 using Flat = Kokkos::View<T*, MemorySpace>;
 
 using Policy = Kokkos::IndexType<std::int64_t>;
 
-template <class T, class MemorySpace>
-Flat<T, MemorySpace> allocate(const char* label, std::int64_t n) {
-  return Flat<T, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
+template <class Exec>
+Kokkos::RangePolicy<Exec, Policy> range(const Exec& exec, std::int64_t n) {
+  return Kokkos::RangePolicy<Exec, Policy>(exec, 0, n);
 }
+
 
 template <class V>
 Shape shape_of(const V& v) {
@@ -111,87 +131,88 @@ KOKKOS_INLINE_FUNCTION typename V::reference_type at_flat(const V& v, std::int64
   }
 }
 
-template <class V, class F>
-void pack(const V& v, const F& flat) {
-  using exec = typename V::execution_space;
-  Kokkos::parallel_for(
-      "kpmap::pack", Kokkos::RangePolicy<exec, Policy>(0, flat.extent(0)),
-      KOKKOS_LAMBDA(const std::int64_t i) { flat(i) = at_flat(v, i); });
+// Kernel labels are static std::strings: Kokkos takes a std::string, and a label longer than the
+// small-string buffer would otherwise be allocated at every launch.
+template <class E, class V, class F>
+void pack(const E& exec, const V& v, const F& flat) {
+  static const std::string name = "kpmap::pack";
+  Kokkos::parallel_for(name, range(exec, flat.extent(0)),
+                       KOKKOS_LAMBDA(const std::int64_t i) { flat(i) = at_flat(v, i); });
 }
 
-template <class F, class V>
-void unpack(const F& flat, const V& v) {
-  using exec = typename V::execution_space;
-  Kokkos::parallel_for(
-      "kpmap::unpack", Kokkos::RangePolicy<exec, Policy>(0, flat.extent(0)),
-      KOKKOS_LAMBDA(const std::int64_t i) { at_flat(v, i) = flat(i); });
+template <class E, class F, class V>
+void unpack(const E& exec, const F& flat, const V& v) {
+  static const std::string name = "kpmap::unpack";
+  Kokkos::parallel_for(name, range(exec, flat.extent(0)),
+                       KOKKOS_LAMBDA(const std::int64_t i) { at_flat(v, i) = flat(i); });
 }
 
 // dst viewed as [b][a][c] = src viewed as [a][b][c]: moves the blocks of a gather, a scatter or
 // an all_to_all between rank-major order (MPI's) and the order of the View's dimensions.
-template <class S, class D>
-void swap_leading(const S& src, const D& dst, std::int64_t a, std::int64_t b, std::int64_t c) {
-  using exec = exec_space_t<typename D::memory_space>;
-  Kokkos::parallel_for(
-      "kpmap::swap_leading", Kokkos::RangePolicy<exec, Policy>(0, a * b * c),
-      KOKKOS_LAMBDA(const std::int64_t k) {
-        const std::int64_t ic = k % c, ia = (k / c) % a, ib = k / (c * a);
-        dst(k) = src((ia * b + ib) * c + ic);
-      });
+template <class E, class S, class D>
+void swap_leading(const E& exec, const S& src, const D& dst, std::int64_t a, std::int64_t b,
+                  std::int64_t c) {
+  static const std::string name = "kpmap::swap_leading";
+  Kokkos::parallel_for(name, range(exec, a * b * c), KOKKOS_LAMBDA(const std::int64_t k) {
+    const std::int64_t ic = k % c, ia = (k / c) % a, ib = k / (c * a);
+    dst(k) = src((ia * b + ib) * c + ic);
+  });
 }
 
-template <class F>
-void fill_zero(const F& flat) {
+template <class E, class F>
+void fill_zero(const E& exec, const F& flat) {
   using T = typename F::non_const_value_type;
-  using exec = exec_space_t<typename F::memory_space>;
-  Kokkos::parallel_for(
-      "kpmap::fill_zero", Kokkos::RangePolicy<exec, Policy>(0, flat.extent(0)),
-      KOKKOS_LAMBDA(const std::int64_t i) { flat(i) = static_cast<T>(0.0f); });
+  static const std::string name = "kpmap::fill_zero";
+  Kokkos::parallel_for(name, range(exec, flat.extent(0)),
+                       KOKKOS_LAMBDA(const std::int64_t i) { flat(i) = static_cast<T>(0.0f); });
 }
 
 // pmean of integers: out = sum / n elementwise (any layouts, same shape), computed in double
 // and rounded once to out's type.
-template <class S, class O>
-void divide_into(const S& sum, const O& out, int n) {
+template <class E, class S, class O>
+void divide_into(const E& exec, const S& sum, const O& out, int n) {
   using R = typename O::non_const_value_type;
-  using exec = typename O::execution_space;
+  static const std::string name = "kpmap::divide";
   const double d = n;
-  Kokkos::parallel_for(
-      "kpmap::divide", Kokkos::RangePolicy<exec, Policy>(0, static_cast<std::int64_t>(out.size())),
-      KOKKOS_LAMBDA(const std::int64_t i) {
-        at_flat(out, i) = static_cast<R>(static_cast<double>(at_flat(sum, i)) / d);
-      });
+  Kokkos::parallel_for(name, range(exec, static_cast<std::int64_t>(out.size())),
+                       KOKKOS_LAMBDA(const std::int64_t i) {
+                         at_flat(out, i) = static_cast<R>(static_cast<double>(at_flat(sum, i)) / d);
+                       });
 }
 
 // pmean's division; the quotient is rounded once to T (16-bit types divide in double too).
-template <class F>
-void divide(const F& flat, int n) {
+template <class E, class F>
+void divide(const E& exec, const F& flat, int n) {
   using T = typename F::non_const_value_type;
-  using exec = exec_space_t<typename F::memory_space>;
+  static const std::string name = "kpmap::divide";
   const double d = n;
-  Kokkos::parallel_for(
-      "kpmap::divide", Kokkos::RangePolicy<exec, Policy>(0, flat.extent(0)),
-      KOKKOS_LAMBDA(const std::int64_t i) {
-        flat(i) = static_cast<T>(static_cast<double>(flat(i)) / d);
-      });
+  Kokkos::parallel_for(name, range(exec, flat.extent(0)), KOKKOS_LAMBDA(const std::int64_t i) {
+    flat(i) = static_cast<T>(static_cast<double>(flat(i)) / d);
+  });
 }
 
 enum class Use { read, write, read_write };
 
 // A View's elements as a contiguous row-major buffer MPI can use: the View itself when possible,
-// otherwise a packed copy (and a host mirror of it for device memory without GPU-aware MPI, or
-// always when HostOnly: a reduction through a user-defined MPI op).
-// Reading uses have their contents in place after construction (fenced); finish() moves what
-// MPI wrote back into the View. `copy` forces a separate buffer (an aliased send buffer).
-template <class V, bool HostOnly = false>
+// otherwise a packed copy (and a pinned host copy of it for device memory without GPU-aware MPI,
+// or always when HostOnly: a reduction through a user-defined MPI op), from the pools.
+// Reading uses have their contents in place after construction (the instance fenced); finish()
+// moves what MPI wrote back into the View and fences. `copy` forces a separate buffer (an
+// aliased send buffer). Kernels and copies run on `exec`, or on the default host instance for
+// a host staging buffer (flat_exec()).
+template <class Exec, class V, bool HostOnly = false>
 class Staged {
  public:
   using value_type = value_t<V>;
   using view_space = typename V::memory_space;
   using memory_space = mpi_space_t<view_space, HostOnly>;
   using flat_type = Flat<value_type, memory_space>;
+  using flat_exec_type =
+      std::conditional_t<std::is_same_v<memory_space, view_space>, Exec, Kokkos::DefaultHostExecutionSpace>;
+  static_assert(Kokkos::SpaceAccessibility<Exec, view_space>::accessible,
+                "the execution space instance must be able to access the Views' memory space");
 
-  Staged(const V& v, Use use, bool copy = false) : v_(v), use_(use) {
+  Staged(const Exec& exec, const V& v, Use use, bool copy = false) : exec_(exec), v_(v), use_(use) {
     const std::int64_t n = static_cast<std::int64_t>(v.size());
     contiguous_ = row_major_contiguous(v) && !copy;
     direct_ = contiguous_ && mpi_accessible_v<view_space, HostOnly>;
@@ -199,38 +220,55 @@ class Staged {
     if (contiguous_) {
       packed_ = Flat<value_type, view_space>(const_cast<value_type*>(v.data()), n);
     } else {
-      packed_ = allocate<value_type, view_space>("kpmap::packed", n);
-      if (read) pack(v, packed_);
+      packed_buffer_ = Scratch<value_type, view_space>(n);
+      packed_ = packed_buffer_.view();
+      if (read) pack(exec_, v, packed_);
     }
     if constexpr (mpi_accessible_v<view_space, HostOnly>) {
       flat_ = packed_;
     } else {
-      flat_ = allocate<value_type, memory_space>("kpmap::host_staging", n);
-      if (read) Kokkos::deep_copy(flat_, packed_);
+      staging_buffer_ = Scratch<value_type, memory_space>(n);
+      flat_ = staging_buffer_.view();
+      if (read) Kokkos::deep_copy(exec_, flat_, packed_);
     }
-    fence_all();  // MPI reads (or overwrites) the buffer next
+    fence_instance(exec_);  // MPI reads (or overwrites) the buffer next
   }
 
   value_type* data() const { return flat_.data(); }
   const flat_type& flat() const { return flat_; }
   std::int64_t size() const { return static_cast<std::int64_t>(flat_.extent(0)); }
   bool direct() const { return direct_; }
+  const Exec& exec() const { return exec_; }
+  // The instance for kernels on flat(): exec(), or the default host instance for a host
+  // staging buffer.
+  flat_exec_type flat_exec() const {
+    if constexpr (std::is_same_v<flat_exec_type, Exec>) {
+      return exec_;
+    } else {
+      return flat_exec_type();
+    }
+  }
 
-  // After MPI wrote the buffer: the View gets its contents.
+  // After MPI wrote the buffer (and kernels on flat_exec() ran on it): the View gets its
+  // contents, and the instances are fenced.
   void finish() {
     if (use_ == Use::read) return;
+    if constexpr (!std::is_same_v<flat_exec_type, Exec>) fence_instance(flat_exec());
     if (!direct_) {
-      if constexpr (!mpi_accessible_v<view_space, HostOnly>) Kokkos::deep_copy(packed_, flat_);
-      if (!contiguous_) unpack(packed_, v_);
+      if constexpr (!mpi_accessible_v<view_space, HostOnly>) Kokkos::deep_copy(exec_, packed_, flat_);
+      if (!contiguous_) unpack(exec_, packed_, v_);
     }
-    fence_all();  // kernels that wrote the buffer (pmean, block swaps) are done
+    fence_instance(exec_);  // kernels that wrote the buffer (pmean, block swaps) are done
   }
 
  private:
+  Exec exec_;
   V v_;
   Use use_;
   bool contiguous_ = false;
   bool direct_ = false;
+  Scratch<value_type, view_space> packed_buffer_;
+  Scratch<value_type, memory_space> staging_buffer_;
   Flat<value_type, view_space> packed_;
   flat_type flat_;
 };
@@ -264,6 +302,17 @@ Out make_view(const char* label, const Shape& s) {
   else if constexpr (R == 2) return Out(alloc, s[0], s[1]);
   else if constexpr (R == 3) return Out(alloc, s[0], s[1], s[2]);
   else return Out(alloc, s[0], s[1], s[2], s[3]);
+}
+
+// An unmanaged View of type Out's data type and layout over `data` (s.size() elements).
+template <class Out>
+Out make_view_at(typename Out::pointer_type data, const Shape& s) {
+  constexpr int R = rank_v<Out>;
+  if constexpr (R == 0) return Out(data);
+  else if constexpr (R == 1) return Out(data, s[0]);
+  else if constexpr (R == 2) return Out(data, s[0], s[1]);
+  else if constexpr (R == 3) return Out(data, s[0], s[1], s[2]);
+  else return Out(data, s[0], s[1], s[2], s[3]);
 }
 
 // Common compile-time rules of every collective taking an input and an output View. MinRank 0:

@@ -17,15 +17,15 @@ namespace kpmap {
 
 using Permutation = std::vector<std::pair<int, int>>;
 
-template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
-void ppermute(const Axis& group, const In& in, const Out& out, const Permutation& perm) {
+template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0,
+          std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void ppermute(const Exec& exec, const Axis& group, const In& in, const Out& out, const Permutation& perm) {
   using namespace detail;
   check_pair<In, Out>();
   using T = value_t<In>;
   const MPI_Comm comm = group.comm();
   const int n = group.size(), me = group.index();
-  const Shape shape = shape_of(in);
-  check_permutation(group.names(), n, shape, perm);
+  check_permutation(group.names(), n, shape_of(in), perm);
   check_same_shape("ppermute", group.names(), n, in, out);
   int to = -1, from = -1;
   for (const auto& [src, dst] : perm) {  // negative indices count from the end, as in JAX
@@ -33,8 +33,8 @@ void ppermute(const Axis& group, const In& in, const Out& out, const Permutation
     if (axis_position(dst, n) == me) from = axis_position(src, n);
   }
   const std::int64_t total = static_cast<std::int64_t>(in.size());
-  Staged<In> send(in, Use::read, aliased(in, out));
-  Staged<Out> recv(out, Use::write);
+  Staged<Exec, In> send(exec, in, Use::read, aliased(in, out));
+  Staged<Exec, Out> recv(exec, out, Use::write);
   const MPI_Datatype type = mpi_datatype<T>();
   constexpr int tag = 0x6b70;  // a private communicator: any fixed tag is unambiguous
   // One send and one receive per chunk; messages between two ranks with one tag arrive in order.
@@ -60,12 +60,13 @@ void ppermute(const Axis& group, const In& in, const Out& out, const Permutation
     check_mpi(MPI_Waitall(static_cast<int>(more.size()), more.data(), MPI_STATUSES_IGNORE),
               "MPI_Waitall");
   }
-  if (from < 0) fill_zero(recv.flat());
+  if (from < 0) fill_zero(recv.flat_exec(), recv.flat());
   recv.finish();
 }
 
-template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
-void pbroadcast(const Axis& group, const In& in, const Out& out, int source) {
+template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0,
+          std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void pbroadcast(const Exec& exec, const Axis& group, const In& in, const Out& out, int source) {
   using namespace detail;
   check_pair<In, Out>();
   using T = value_t<In>;
@@ -74,11 +75,11 @@ void pbroadcast(const Axis& group, const In& in, const Out& out, int source) {
   check_source(group.names(), n, shape_of(in), source);
   check_same_shape("pbroadcast", group.names(), n, in, out);
   const bool in_place = aliased(in, out);
-  Staged<Out> buffer(out, me == source && in_place ? Use::read_write : Use::write);
+  Staged<Exec, Out> buffer(exec, out, me == source && in_place ? Use::read_write : Use::write);
   if (me == source && !in_place) {
-    Staged<In> own(in, Use::read);
-    Kokkos::deep_copy(buffer.flat(), own.flat());
-    fence_all();
+    Staged<Exec, In> own(exec, in, Use::read);
+    Kokkos::deep_copy(buffer.flat_exec(), buffer.flat(), own.flat());
+    fence_instance(buffer.flat_exec());
   }
   for_each_chunk(static_cast<std::int64_t>(in.size()), [&](std::int64_t offset, int count) {
     check_mpi(MPI_Bcast(buffer.data() + offset, count, mpi_datatype<T>(), source, comm),
@@ -87,39 +88,80 @@ void pbroadcast(const Axis& group, const In& in, const Out& out, int source) {
   buffer.finish();
 }
 
+template <class Exec, class V, detail::if_exec_t<Exec> = 0>
+result_view_t<V> ppermute(const Exec& exec, const Axis& group, const V& x, const Permutation& perm) {
+  auto out = detail::make_view<result_view_t<V>>("kpmap::ppermute", detail::shape_of(x));
+  ppermute(exec, group, x, out, perm);
+  return out;
+}
+
+template <class Exec, class V, detail::if_exec_t<Exec> = 0>
+result_view_t<V> pbroadcast(const Exec& exec, const Axis& group, const V& x, int source) {
+  auto out = detail::make_view<result_view_t<V>>("kpmap::pbroadcast", detail::shape_of(x));
+  pbroadcast(exec, group, x, out, source);
+  return out;
+}
+
+// Without an instance: the default one.
+template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void ppermute(const Axis& group, const In& in, const Out& out, const Permutation& perm) {
+  ppermute(detail::default_exec_t<Out>(), group, in, out, perm);
+}
+template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void pbroadcast(const Axis& group, const In& in, const Out& out, int source) {
+  pbroadcast(detail::default_exec_t<Out>(), group, in, out, source);
+}
 template <class V>
 result_view_t<V> ppermute(const Axis& group, const V& x, const Permutation& perm) {
-  auto out = detail::make_view<result_view_t<V>>("kpmap::ppermute", detail::shape_of(x));
-  ppermute(group, x, out, perm);
-  return out;
+  return ppermute(detail::default_exec_t<V>(), group, x, perm);
 }
-
 template <class V>
 result_view_t<V> pbroadcast(const Axis& group, const V& x, int source) {
-  auto out = detail::make_view<result_view_t<V>>("kpmap::pbroadcast", detail::shape_of(x));
-  pbroadcast(group, x, out, source);
-  return out;
+  return pbroadcast(detail::default_exec_t<V>(), group, x, source);
 }
 
-// The same over a mesh and axis names (JAX's form), resolved (Mesh::axis) on every call.
+// The same over a mesh and axis names (JAX's form), with or without an instance, resolved
+// (Mesh::axis) on every call.
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
 void ppermute(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
               const Permutation& perm) {
   ppermute(mesh.axis(axes), in, out, perm);
+}
+template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0,
+          std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void ppermute(const Exec& exec, const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+              const Permutation& perm) {
+  ppermute(exec, mesh.axis(axes), in, out, perm);
 }
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
 void pbroadcast(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
                 int source) {
   pbroadcast(mesh.axis(axes), in, out, source);
 }
+template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0,
+          std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
+void pbroadcast(const Exec& exec, const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+                int source) {
+  pbroadcast(exec, mesh.axis(axes), in, out, source);
+}
 template <class V>
 result_view_t<V> ppermute(const Mesh& mesh, const AxisNames& axes, const V& x,
                           const Permutation& perm) {
   return ppermute(mesh.axis(axes), x, perm);
 }
+template <class Exec, class V, detail::if_exec_t<Exec> = 0>
+result_view_t<V> ppermute(const Exec& exec, const Mesh& mesh, const AxisNames& axes, const V& x,
+                          const Permutation& perm) {
+  return ppermute(exec, mesh.axis(axes), x, perm);
+}
 template <class V>
 result_view_t<V> pbroadcast(const Mesh& mesh, const AxisNames& axes, const V& x, int source) {
   return pbroadcast(mesh.axis(axes), x, source);
+}
+template <class Exec, class V, detail::if_exec_t<Exec> = 0>
+result_view_t<V> pbroadcast(const Exec& exec, const Mesh& mesh, const AxisNames& axes, const V& x,
+                            int source) {
+  return pbroadcast(exec, mesh.axis(axes), x, source);
 }
 
 // As jax.lax.axis_index / the axis size: row-major over a tuple, in the tuple's order.

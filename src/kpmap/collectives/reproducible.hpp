@@ -33,16 +33,16 @@ namespace kpmap {
 struct Reproducible {};
 inline constexpr Reproducible reproducible{};
 
-// The largest |element| of a View of any rank (local, not collective), computed on the View's
-// execution space: the bound a reproducible sum's grid is made from. +Inf when an element is NaN
-// or infinite, so that no grid exists for it.
-template <class V>
-double max_abs(const V& v) {
-  using exec = detail::exec_space_t<typename V::memory_space>;
+// The largest |element| of a View of any rank (local, not collective), computed on `exec` (by
+// default the View's execution space): the bound a reproducible sum's grid is made from. +Inf
+// when an element is NaN or infinite, so that no grid exists for it.
+template <class Exec, class V>
+double max_abs(const Exec& exec, const V& v) {
+  static const std::string name = "kpmap::max_abs";
   const double huge = std::numeric_limits<double>::max(), inf = std::numeric_limits<double>::infinity();
   double m = 0;
   Kokkos::parallel_reduce(
-      "kpmap::max_abs", Kokkos::RangePolicy<exec, detail::Policy>(0, static_cast<std::int64_t>(v.size())),
+      name, detail::range(exec, static_cast<std::int64_t>(v.size())),
       KOKKOS_LAMBDA(std::int64_t i, double& acc) {
         double a = static_cast<double>(detail::at_flat(v, i));
         a = a < 0 ? -a : a;
@@ -53,67 +53,79 @@ double max_abs(const V& v) {
   return m;
 }
 
+template <class V>
+double max_abs(const V& v) {
+  return max_abs(detail::default_exec_t<V>(), v);
+}
+
 namespace detail {
 
-template <class In, class Out>
-void reproducible_reduce(const char* name, bool mean, const Axis& axis, const In& in, const Out& out) {
+template <class Exec, class In, class Out>
+void reproducible_reduce(const char* name, bool mean, const Exec& exec, const Axis& axis, const In& in,
+                         const Out& out) {
   check_pair<In, Out>();
   using T = value_t<In>;
   static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>,
                 "the reproducible psum / pmean take float or double elements");
   using memory_space = typename In::memory_space;
-  using exec = exec_space_t<memory_space>;
   const int n = axis.size();
   check_same_shape(name, axis.names(), n, in, out);
   const std::int64_t count = static_cast<std::int64_t>(in.size());
 
   // The bound: max |x| over the axis; a non-finite element makes it +Inf everywhere.
-  Kokkos::View<double*, Kokkos::HostSpace> bound("kpmap::reproducible::bound", 1);
-  bound(0) = max_abs(in);
-  pmax(axis, bound, bound);
+  const Scratch<double, Kokkos::HostSpace> bound(1);
+  bound.view()(0) = max_abs(exec, in);
+  pmax(Kokkos::DefaultHostExecutionSpace(), axis, bound.view(), bound.view());
   ReproGrid grid;
-  if (!ReproGrid::make(static_cast<double>(n), bound(0), grid)) {
+  if (!ReproGrid::make(static_cast<double>(n), bound.view()(0), grid)) {
     std::ostringstream msg;
     msg << "kpmap::" << name << " (reproducible) over " << axis.str() << ": the largest |element| is "
-        << bound(0) << ", outside the exact accumulator's range (finite, and 2 x " << n
+        << bound.view()(0) << ", outside the exact accumulator's range (finite, and 2 x " << n
         << " ranks x it at most 2^1020)";
     throw RuntimeError(msg.str());
   }
 
   // Two levels per element, level-major, summed as doubles over the axis.
-  const Flat<double, memory_space> acc =
-      allocate<double, memory_space>("kpmap::reproducible::acc", 2 * count);
-  Kokkos::parallel_for(
-      "kpmap::reproducible::split", Kokkos::RangePolicy<exec, Policy>(0, count),
-      KOKKOS_LAMBDA(std::int64_t i) {
-        double s1 = 0, s2 = 0, s3 = 0;
-        repro_add<2>(grid, static_cast<double>(at_flat(in, i)), s1, s2, s3);
-        acc(i) = s1;
-        acc(count + i) = s2;
-      });
-  exec().fence();
-  psum(axis, acc, acc);
+  const Scratch<double, memory_space> buffer(2 * count);
+  const auto acc = buffer.view();
+  static const std::string split = "kpmap::reproducible::split", value = "kpmap::reproducible::value";
+  Kokkos::parallel_for(split, range(exec, count), KOKKOS_LAMBDA(std::int64_t i) {
+    double s1 = 0, s2 = 0, s3 = 0;
+    repro_add<2>(grid, static_cast<double>(at_flat(in, i)), s1, s2, s3);
+    acc(i) = s1;
+    acc(count + i) = s2;
+  });
+  fence_instance(exec);
+  psum(exec, axis, acc, acc);
   const double divisor = mean ? static_cast<double>(n) : 1.0;
-  Kokkos::parallel_for(
-      "kpmap::reproducible::value", Kokkos::RangePolicy<exec, Policy>(0, count),
-      KOKKOS_LAMBDA(std::int64_t i) {
-        at_flat(out, i) = static_cast<T>(repro_value(acc(i), acc(count + i), 0.0) / divisor);
-      });
-  exec().fence();
+  Kokkos::parallel_for(value, range(exec, count), KOKKOS_LAMBDA(std::int64_t i) {
+    at_flat(out, i) = static_cast<T>(repro_value(acc(i), acc(count + i), 0.0) / divisor);
+  });
+  fence_instance(exec);
 }
 
 }  // namespace detail
 
 // psum whose result does not depend on the order of the additions (see the top of this file).
-template <class In, class Out>
-void psum(const Axis& axis, const In& in, const Out& out, Reproducible) {
-  detail::reproducible_reduce("psum", false, axis, in, out);
+template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0>
+void psum(const Exec& exec, const Axis& axis, const In& in, const Out& out, Reproducible) {
+  detail::reproducible_reduce("psum", false, exec, axis, in, out);
 }
 
 // pmean likewise: the reproducible sum, then one division by the axis size.
+template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0>
+void pmean(const Exec& exec, const Axis& axis, const In& in, const Out& out, Reproducible) {
+  detail::reproducible_reduce("pmean", true, exec, axis, in, out);
+}
+
 template <class In, class Out>
-void pmean(const Axis& axis, const In& in, const Out& out, Reproducible) {
-  detail::reproducible_reduce("pmean", true, axis, in, out);
+void psum(const Axis& axis, const In& in, const Out& out, Reproducible r) {
+  psum(detail::default_exec_t<Out>(), axis, in, out, r);
+}
+
+template <class In, class Out>
+void pmean(const Axis& axis, const In& in, const Out& out, Reproducible r) {
+  pmean(detail::default_exec_t<Out>(), axis, in, out, r);
 }
 
 template <class In, class Out>
@@ -124,6 +136,18 @@ void psum(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
 template <class In, class Out>
 void pmean(const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out, Reproducible r) {
   pmean(mesh.axis(axes), in, out, r);
+}
+
+template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0>
+void psum(const Exec& exec, const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+          Reproducible r) {
+  psum(exec, mesh.axis(axes), in, out, r);
+}
+
+template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0>
+void pmean(const Exec& exec, const Mesh& mesh, const AxisNames& axes, const In& in, const Out& out,
+           Reproducible r) {
+  pmean(exec, mesh.axis(axes), in, out, r);
 }
 
 }  // namespace kpmap

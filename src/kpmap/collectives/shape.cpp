@@ -32,33 +32,36 @@ void check_output_shape(const char* collective, const AxisNames& axes, int n, co
 
 void check_permutation(const AxisNames& axes, int n, const Shape& in,
                        const std::vector<std::pair<int, int>>& perm) {
-  std::vector<bool> is_source(n, false), is_destination(n, false);
+  // Bit 1: seen as a source, bit 2: as a destination. Kept between calls, so that a repeated
+  // ppermute allocates nothing here (the collectives are called from one thread at a time).
+  static std::vector<unsigned char> seen;
+  seen.assign(static_cast<std::size_t>(n), 0);
   // "source -1 (axis index 3)" for a negative index, "source 3" otherwise.
   const auto named = [n](const char* what, int index) {
     std::string s = std::string(what) + " " + std::to_string(index);
     if (index < 0) s += " (axis index " + std::to_string(axis_position(index, n)) + ")";
     return s;
   };
+  const auto fail = [&](int src, int dst, const std::string& what) {
+    throw ShapeError(where("ppermute", axes, n, in) + ", perm pair (" + std::to_string(src) + ", " +
+                     std::to_string(dst) + "): " + what);
+  };
   for (const auto& [src, dst] : perm) {
-    const std::string pair = "perm pair (" + std::to_string(src) + ", " + std::to_string(dst) + ")";
     for (int index : {src, dst}) {
       if (index < -n || index >= n) {
-        throw ShapeError(where("ppermute", axes, n, in) + ", " + pair + ": index " +
-                         std::to_string(index) + " is not an axis index (" + std::to_string(-n) +
-                         " <= index < " + std::to_string(n) + ")");
+        fail(src, dst,
+             "index " + std::to_string(index) + " is not an axis index (" + std::to_string(-n) +
+                 " <= index < " + std::to_string(n) + ")");
       }
     }
-    const int s = axis_position(src, n), d = axis_position(dst, n);
-    if (is_source[s]) {
-      throw ShapeError(where("ppermute", axes, n, in) + ", " + pair + ": " + named("source", src) +
-                       " appears twice (perm must be a partial permutation)");
+    unsigned char& s = seen[axis_position(src, n)];
+    unsigned char& d = seen[axis_position(dst, n)];
+    if (s & 1) fail(src, dst, named("source", src) + " appears twice (perm must be a partial permutation)");
+    if (d & 2) {
+      fail(src, dst, named("destination", dst) + " appears twice (perm must be a partial permutation)");
     }
-    if (is_destination[d]) {
-      throw ShapeError(where("ppermute", axes, n, in) + ", " + pair + ": " +
-                       named("destination", dst) +
-                       " appears twice (perm must be a partial permutation)");
-    }
-    is_source[s] = is_destination[d] = true;
+    s |= 1;
+    d |= 2;
   }
 }
 
@@ -73,30 +76,38 @@ void check_source(const AxisNames& axes, int n, const Shape& in, int source) {
 
 namespace {
 
+// Where a shape rule is checked; the message's start is built only when a rule is broken.
+struct Site {
+  const char* collective;
+  const AxisNames& axes;
+  int n;
+  const Shape& in;
+  std::string str() const { return detail::where(collective, axes, n, in); }
+};
+
 std::string tiling(bool tiled) { return tiled ? " (tiled)" : " (untiled)"; }
 
 // Throws unless lowest <= value < rank (or <= rank where the output gains a dimension).
-void check_range(const std::string& prefix, const char* name, int value, int rank,
-                 bool inclusive, bool tiled, int lowest = 0) {
+void check_range(const Site& site, const char* name, int value, int rank, bool inclusive, bool tiled,
+                 int lowest = 0) {
   if (value >= lowest && (inclusive ? value <= rank : value < rank)) return;
-  throw ShapeError(prefix + ", " + name + " " + std::to_string(value) +
+  throw ShapeError(site.str() + ", " + name + " " + std::to_string(value) +
                    ": out of range for an input of rank " + std::to_string(rank) + " (" +
                    std::to_string(lowest) + " <= " + name + (inclusive ? " <= " : " < ") +
                    std::to_string(rank) + ")" + tiling(tiled));
 }
 
 // The size rule shared by psum_scatter's scatter_dimension and all_to_all's split_axis.
-void check_split(const std::string& prefix, const char* name, const Shape& in, int d, int n,
-                 bool tiled) {
-  const std::string head = prefix + ", " + name + " " + std::to_string(d) + ": ";
-  if (tiled && in[d] % n != 0) {
-    throw ShapeError(head + std::to_string(in[d]) + " is not divisible by " + std::to_string(n) +
-                     " (tiled)");
+void check_split(const Site& site, const char* name, int d, bool tiled) {
+  const std::int64_t extent = site.in[d];
+  const int n = site.n;
+  if (tiled ? extent % n == 0 : extent == n) return;
+  const std::string head = site.str() + ", " + name + " " + std::to_string(d) + ": ";
+  if (tiled) {
+    throw ShapeError(head + std::to_string(extent) + " is not divisible by " + std::to_string(n) + " (tiled)");
   }
-  if (!tiled && in[d] != n) {
-    throw ShapeError(head + std::to_string(in[d]) + " != " + std::to_string(n) +
-                     " (untiled requires shape[" + std::string(name) + "] == axis size)");
-  }
+  throw ShapeError(head + std::to_string(extent) + " != " + std::to_string(n) + " (untiled requires shape[" +
+                   std::string(name) + "] == axis size)");
 }
 
 }  // namespace
@@ -107,7 +118,7 @@ namespace detail {
 int all_gather_axis(const Shape& in, const AxisNames& axes, int n, int axis, bool tiled) {
   const int rank = static_cast<int>(in.size());
   const int out_rank = tiled ? rank : rank + 1;
-  check_range(where("all_gather", axes, n, in), "axis", axis, rank, !tiled, tiled, -out_rank);
+  check_range(Site{"all_gather", axes, n, in}, "axis", axis, rank, !tiled, tiled, -out_rank);
   return axis < 0 ? axis + out_rank : axis;
 }
 
@@ -126,10 +137,10 @@ Shape all_gather_shape(const Shape& in, const AxisNames& axes, int n, int axis, 
 
 Shape psum_scatter_shape(const Shape& in, const AxisNames& axes, int n, int scatter_dimension,
                          bool tiled) {
-  const std::string prefix = detail::where("psum_scatter", axes, n, in);
+  const Site site{"psum_scatter", axes, n, in};
   const int rank = static_cast<int>(in.size());
-  check_range(prefix, "scatter_dimension", scatter_dimension, rank, false, tiled);
-  check_split(prefix, "scatter_dimension", in, scatter_dimension, n, tiled);
+  check_range(site, "scatter_dimension", scatter_dimension, rank, false, tiled);
+  check_split(site, "scatter_dimension", scatter_dimension, tiled);
   Shape out = in;
   if (tiled) {
     out[scatter_dimension] /= n;
@@ -141,11 +152,11 @@ Shape psum_scatter_shape(const Shape& in, const AxisNames& axes, int n, int scat
 
 Shape all_to_all_shape(const Shape& in, const AxisNames& axes, int n, int split_axis,
                        int concat_axis, bool tiled) {
-  const std::string prefix = detail::where("all_to_all", axes, n, in);
+  const Site site{"all_to_all", axes, n, in};
   const int rank = static_cast<int>(in.size());
-  check_range(prefix, "split_axis", split_axis, rank, false, tiled);
-  check_range(prefix, "concat_axis", concat_axis, rank, false, tiled);
-  check_split(prefix, "split_axis", in, split_axis, n, tiled);
+  check_range(site, "split_axis", split_axis, rank, false, tiled);
+  check_range(site, "concat_axis", concat_axis, rank, false, tiled);
+  check_split(site, "split_axis", split_axis, tiled);
   Shape out = in;
   if (tiled) {
     out[split_axis] /= n;

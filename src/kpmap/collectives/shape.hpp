@@ -3,7 +3,11 @@
 // violated rule throws on every rank before any communication.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,7 +17,63 @@
 namespace kpmap {
 
 // Extents of a View, outermost first (row-major logical order, whatever the View's layout).
-using Shape = std::vector<std::int64_t>;
+// A fixed-capacity sequence (no heap allocation: the collectives build shapes on every call)
+// with the parts of std::vector's interface that shapes need.
+class Shape {
+ public:
+  static constexpr int capacity = 8;
+  using value_type = std::int64_t;
+  using iterator = std::int64_t*;
+  using const_iterator = const std::int64_t*;
+
+  Shape() = default;
+  explicit Shape(std::size_t rank) { resize(rank); }
+  Shape(std::initializer_list<std::int64_t> extents) {
+    resize(extents.size());
+    std::copy(extents.begin(), extents.end(), d_.begin());
+  }
+
+  std::size_t size() const { return static_cast<std::size_t>(n_); }
+  bool empty() const { return n_ == 0; }
+  std::int64_t& operator[](std::size_t i) { return d_[i]; }
+  std::int64_t operator[](std::size_t i) const { return d_[i]; }
+  iterator begin() { return d_.data(); }
+  iterator end() { return d_.data() + n_; }
+  const_iterator begin() const { return d_.data(); }
+  const_iterator end() const { return d_.data() + n_; }
+
+  void push_back(std::int64_t extent) {
+    resize(size() + 1);
+    d_[n_ - 1] = extent;
+  }
+  // Inserts `extent` before `at`; erases the extent at `at`.
+  void insert(const_iterator at, std::int64_t extent) {
+    const int i = static_cast<int>(at - d_.data());
+    resize(size() + 1);
+    for (int k = n_ - 1; k > i; --k) d_[k] = d_[k - 1];
+    d_[i] = extent;
+  }
+  void erase(const_iterator at) {
+    for (int k = static_cast<int>(at - d_.data()); k + 1 < n_; ++k) d_[k] = d_[k + 1];
+    --n_;
+  }
+
+  friend bool operator==(const Shape& a, const Shape& b) {
+    return a.n_ == b.n_ && std::equal(a.begin(), a.end(), b.begin());
+  }
+  friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
+
+ private:
+  void resize(std::size_t rank) {
+    if (rank > static_cast<std::size_t>(capacity)) {
+      throw std::length_error("kpmap::Shape holds at most 8 extents, not " + std::to_string(rank));
+    }
+    for (std::size_t k = static_cast<std::size_t>(n_); k < rank; ++k) d_[k] = 0;
+    n_ = static_cast<int>(rank);
+  }
+  std::array<std::int64_t, capacity> d_{};
+  int n_ = 0;
+};
 
 std::string to_string(const Shape& shape);  // "[6, 3]"
 

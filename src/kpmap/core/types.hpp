@@ -49,4 +49,15 @@ inline void fence_all() {
 #endif
 }
 
+// exec.fence() likewise: waits for the work submitted to this instance only.
+template <class Exec>
+void fence_instance(const Exec& exec) {
+#if KOKKOS_VERSION >= 30500
+  static const std::string name = "kpmap::fence";
+  exec.fence(name);
+#else
+  exec.fence();
+#endif
+}
+
 }  // namespace kpmap

@@ -163,6 +163,7 @@ long long count_nonfinite(const execution_space& exec, const View1<C>& v) {
 template <class C>
 struct Wire {
   View1<C> send, recv;
+  Kokkos::View<C*, Kokkos::HostSpace> tail;  // the reduced loss and row count, read on the host
 };
 
 }  // namespace step_comm_detail
@@ -445,7 +446,8 @@ class StepComm {
     const View1<C>& reduced = result(w);
     const long long n = static_cast<long long>(grad.extent(0));
     const auto tail = Kokkos::subview(reduced, Kokkos::make_pair(n, n + 2));
-    auto host_tail = Kokkos::create_mirror_view(Kokkos::HostSpace(), tail);
+    if (w.tail.extent(0) == 0) w.tail = Kokkos::View<C*, Kokkos::HostSpace>("kpmap::train::wire_tail", 2);
+    const auto& host_tail = w.tail;
     Kokkos::deep_copy(exec, host_tail, tail);
     exec.fence();
     const double loss_sum = static_cast<double>(host_tail(0)), count = static_cast<double>(host_tail(1));

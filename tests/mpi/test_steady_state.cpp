@@ -1,0 +1,200 @@
+// No allocation in steady state: after their first call, repeated collectives allocate no Kokkos
+// memory (Kokkos Tools' allocation callback) and the blocking ones no heap memory either (a
+// counting operator new), with Views that need packing, block swaps and 16-bit reductions; and a
+// training run allocates no Kokkos memory after its first step, for every strategy, kernel,
+// type mix, bucketing, overlap, accumulation and mesh the ranks allow.
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "test_collectives_common.hpp"
+#include "train_common.hpp"
+
+namespace {
+std::atomic<long> heap_allocations{0};
+long kokkos_allocations = 0;
+
+void on_allocate(Kokkos_Profiling_SpaceHandle, const char*, const void*, std::uint64_t) {
+  ++kokkos_allocations;
+}
+
+// Counts Kokkos allocations while it lives.
+struct CountKokkosAllocations {
+  CountKokkosAllocations() { Kokkos::Tools::Experimental::set_allocate_data_callback(on_allocate); }
+  ~CountKokkosAllocations() { Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr); }
+};
+}  // namespace
+
+// GCC flags free() on what operator new returned; here both sides are malloc/free.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void* operator new(std::size_t n) {
+  ++heap_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+using namespace kct;
+
+// One round of blocking collectives over `data`, on row-major and column-major Views (packed),
+// gathers and scatters along axis 1 (block swaps), bf16 (a user-defined MPI op), integers
+// (pmean's division into floats) and the reproducible psum.
+struct Round {
+  kpmap::Mesh mesh{MPI_COMM_WORLD, two_axis_meshes().front()};
+  kpmap::Axis ax = mesh.axis("data");
+  kpmap::AxisNames names{"data"};
+  int n = ax.size();
+  RView<double, 1> v = make<RView<double, 1>>({4 * n});
+  LView<double, 2> x = make<LView<double, 2>>({3, 2 * n});
+  LView<double, 2> y = make<LView<double, 2>>({3, 2 * n});
+  LView<double, 3> gathered = make<LView<double, 3>>({3, n, 2 * n});
+  LView<double, 2> scattered = make<LView<double, 2>>({3, 2});
+  LView<double, 2> moved = make<LView<double, 2>>({3 * n, 2});
+  RView<kpmap::bf16, 1> h = make<RView<kpmap::bf16, 1>>({2 * n});
+  RView<kpmap::bf16, 1> hs = make<RView<kpmap::bf16, 1>>({2});
+  LView<int, 2> k = make<LView<int, 2>>({3, 2 * n});
+  LView<float, 2> km = make<LView<float, 2>>({3, 2 * n});
+  kpmap::Permutation shift;
+
+  Round() {
+    for (int b = 0; b < n; ++b) shift.push_back({b, (-b - 1) % n});  // negative destinations too
+    fill_rank(v, world_rank());
+    fill_rank(x, world_rank());
+    fill_rank(h, world_rank());
+    fill_rank(k, world_rank());
+  }
+
+  void blocking() {
+    kpmap::psum(ax, v, v);
+    kpmap::pmean(mesh, names, x, y);
+    kpmap::pmax(ax, x, y);
+    kpmap::pmin(ax, x, x);
+    kpmap::psum(ax, x, y, kpmap::reproducible);
+    kpmap::pmean(ax, k, km);
+    kpmap::all_gather(ax, x, gathered, 1);
+    kpmap::psum_scatter(mesh, names, x, scattered, 1, true);
+    kpmap::psum_scatter(ax, h, hs, 0, true);
+    kpmap::psum(ax, h, h);
+    kpmap::all_to_all(ax, x, moved, 1, 0, true);
+    kpmap::ppermute(ax, x, y, shift);
+    kpmap::pbroadcast(ax, x, y, 0);
+  }
+
+  void nonblocking() {
+    std::vector<kpmap::Request> requests;
+    requests.push_back(kpmap::ipsum(ax, x, y));
+    requests.push_back(kpmap::iall_gather(ax, x, gathered, 1));
+    requests.push_back(kpmap::ipsum_scatter(ax, h, hs, 0, true));
+    kpmap::wait_all(requests);
+  }
+};
+
+TEST(SteadyState, RepeatedCollectivesAllocateNothing) {
+  Round r;
+  r.blocking();  // the first calls fill the pools (and set up MPI's own state)
+  r.nonblocking();
+  const long heap_before = heap_allocations.load();
+  for (int i = 0; i < 3; ++i) r.blocking();
+  EXPECT_EQ(heap_allocations.load() - heap_before, 0)
+      << "heap allocations in 3 rounds of blocking collectives";
+  CountKokkosAllocations counting;
+  for (int i = 0; i < 3; ++i) {
+    r.blocking();
+    r.nonblocking();
+  }
+  EXPECT_EQ(kokkos_allocations, 0) << "Kokkos allocations in 3 rounds of collectives";
+}
+
+// The same results as the first round's: reusing pooled buffers leaves no stale data behind.
+TEST(SteadyState, PooledBuffersGiveTheSameResults) {
+  Round r;
+  const int rank = world_rank();
+  const kct::Group g = group_of(two_axis_meshes().front(), {"data"}, rank);
+  for (int round = 0; round < 2; ++round) {
+    fill_rank(r.x, rank);
+    kpmap::all_gather(r.ax, r.x, r.gathered, 1);
+    expect_all(
+        r.gathered, [&](const Index& i) { return value<double>(g.members[i[1]], i[0] * 2 * r.n + i[2]); },
+        "all_gather, round " + std::to_string(round));
+    kpmap::pmean(r.ax, r.k, r.km);
+    expect_all(
+        r.km,
+        [&](const Index& i) {
+          double t = 0;
+          for (int m : g.members) t += value<int>(m, i[0] * 2 * r.n + i[1]);
+          return static_cast<float>(t / r.n);
+        },
+        "integer pmean, round " + std::to_string(round));
+  }
+}
+
+// Kokkos allocations per step of a training run: none after the first step.
+struct Case {
+  std::string what;
+  kpmap::Dtype compute, params, comm;
+  const char* optimizer;
+  kpmap::CommStrategy strategy;
+  kpmap::GradientKernel kernel;
+  long long bucket_bytes;
+  bool overlap;
+  long long accumulation;
+  bool reproducible;
+};
+
+TEST(SteadyState, TrainingStepsAllocateNothingAfterTheFirst) {
+  using D = kpmap::Dtype;
+  using S = kpmap::CommStrategy;
+  using K = kpmap::GradientKernel;
+  const std::vector<Case> cases = {
+      {"fp64 sgd allreduce fused", D::fp64, D::fp64, D::fp64, "sgd", S::allreduce, K::fused, 0, false, 1,
+       false},
+      {"fp32 momentum kokkos_kernels accumulation 2", D::fp32, D::fp32, D::fp32, "momentum", S::allreduce,
+       K::kokkos_kernels, 0, false, 2, false},
+      {"bf16/fp32/bf16 adam reduce_scatter", D::bf16, D::fp32, D::bf16, "adam", S::reduce_scatter, K::fused,
+       0, false, 1, false},
+      {"fp32 adam allreduce buckets overlap", D::fp32, D::fp32, D::fp32, "adam", S::allreduce, K::fused, 24,
+       true, 1, false},
+      {"fp16 dynamic scaling", D::fp16, D::fp32, D::fp16, "sgd", S::allreduce, K::fused, 0, false, 1, false},
+      {"fp64 reproducible", D::fp64, D::fp64, D::fp64, "sgd", S::allreduce, K::fused, 0, false, 1, true},
+  };
+  for (const auto& axes : kpmap::test::meshes()) {
+    const kpmap::Mesh mesh(MPI_COMM_WORLD, axes);
+    for (const Case& c : cases) {
+      kpmap::TrainSpec spec;
+      spec.problem = {/*samples*/ 256, /*features*/ 12, /*bias*/ true, /*noise*/ 0.1, /*seed*/ 7};
+      spec.steps = 6;
+      spec.batch = 64;
+      spec.accumulation = c.accumulation;
+      spec.kernel = c.kernel;
+      spec.optimizer.name = c.optimizer;
+      spec.optimizer.lr = 0.05;
+      spec.compute = c.compute;
+      spec.params = c.params;
+      spec.comm = c.comm;
+      spec.comm_spec = {c.strategy, c.bucket_bytes, c.overlap};
+      spec.reproducible = c.reproducible;
+      if (c.compute == D::fp16) {
+        spec.loss_scale.kind = kpmap::LossScaleSpec::Kind::dynamic;
+        spec.loss_scale.scale = 1024;
+        spec.loss_scale.growth_interval = 2;  // the scale changes during the run
+      }
+      std::vector<long> after_step;
+      CountKokkosAllocations counting;
+      kokkos_allocations = 0;
+      kpmap::train(spec, mesh, [&](long long, double) { after_step.push_back(kokkos_allocations); });
+      const std::string what = c.what + " on " + kpmap::test::name(axes);
+      ASSERT_EQ(after_step.size(), 6u) << what;
+      EXPECT_GT(after_step.front(), 0) << what << ": the counter sees the run's own allocations";
+      EXPECT_EQ(after_step.back(), after_step.front()) << what << ": Kokkos allocations in steps 2 to 6";
+    }
+  }
+}
+
+}  // namespace
