@@ -39,6 +39,40 @@ TEST(EmptyAxisTuple, EveryCollectiveIsTheIdentity) {
   }
 }
 
+// Scalars (rank-0 Views), as JAX: all_gather stacks them into [n], ppermute and pbroadcast move
+// them; a tiled all_gather, psum_scatter and all_to_all have no dimension to act on. 4 calls.
+TEST(Scalars, NonReductionCollectives) {
+  const int rank = world_rank(), n = world_size();
+  kpmap::Mesh mesh(MPI_COMM_WORLD, {{"i", -1}});
+  const kpmap::Axis ax = mesh.axis("i");
+  Kokkos::View<double, kpmap::device_type> s("s");
+  Kokkos::deep_copy(s, value<double>(rank, 0));
+  auto g = kpmap::all_gather(ax, s, 0, kpmap::untiled);
+  static_assert(decltype(g)::rank == 1);
+  ASSERT_EQ(static_cast<int>(g.extent(0)), n);
+  expect_all(g, [&](const Index& o) { return value<double>(static_cast<int>(o[0]), 0); }, "all_gather of a scalar");
+  kpmap::Permutation shift;
+  for (int b = 0; b < n; ++b) shift.push_back({b, (b + 1) % n});
+  expect_all(kpmap::ppermute(ax, s, shift), [&](const Index&) { return value<double>((rank + n - 1) % n, 0); },
+             "ppermute of a scalar");
+  expect_all(kpmap::pbroadcast(mesh, "i", s, n - 1), [&](const Index&) { return value<double>(n - 1, 0); },
+             "pbroadcast of a scalar");
+  auto one = make<RView<double, 1>>({n});
+  kpmap::Request r = kpmap::iall_gather(ax, s, one, 0);
+  r.wait();
+  expect_all(one, [&](const Index& o) { return value<double>(static_cast<int>(o[0]), 0); }, "iall_gather of a scalar");
+
+  const std::string head = "over 'i' (size " + std::to_string(n) + "): input shape []";
+  EXPECT_EQ(shape_error([&] { kpmap::all_gather(ax, s, 0, kpmap::tiled); }),
+            "all_gather " + head + ", axis 0: out of range for an input of rank 0 (0 <= axis < 0) (tiled)");
+  Kokkos::View<double, kpmap::device_type> t("t");
+  EXPECT_EQ(shape_error([&] { kpmap::psum_scatter(ax, s, t, 0, true); }),
+            "psum_scatter " + head +
+                ", scatter_dimension 0: out of range for an input of rank 0 (0 <= scatter_dimension < 0) (tiled)");
+  EXPECT_EQ(shape_error([&] { kpmap::all_to_all(ax, s, t, 0, 0, true); }),
+            "all_to_all " + head + ", split_axis 0: out of range for an input of rank 0 (0 <= split_axis < 0) (tiled)");
+}
+
 // 2 calls.
 TEST(NegativePermutationIndices, CountFromTheEnd) {
   const int rank = world_rank(), n = world_size();

@@ -315,13 +315,13 @@ Out make_view_at(typename Out::pointer_type data, const Shape& s) {
   else return Out(data, s[0], s[1], s[2], s[3]);
 }
 
-// Common compile-time rules of every collective taking an input and an output View. MinRank 0:
-// the elementwise reductions, which take scalars (rank-0 Views) too.
-template <class In, class Out, int MinRank = 1>
+// Common compile-time rules of every collective taking an input and an output View. Scalars
+// (rank-0 Views) are inputs too; the shape rules reject them where JAX does (a tiled all_gather,
+// psum_scatter, all_to_all: no dimension to act on).
+template <class In, class Out>
 constexpr void check_pair() {
   static_assert(element_type_check<value_t<In>>::value);
-  static_assert(rank_v<In> >= MinRank && rank_v<In> <= 3,
-                "kpmap collectives take Views of rank 1 to 3 (psum, pmean, pmax, pmin: 0 to 3)");
+  static_assert(rank_v<In> >= 0 && rank_v<In> <= 3, "kpmap collectives take Views of rank 0 to 3");
   static_assert(std::is_same_v<value_t<In>, typename Out::value_type>,
                 "the output View needs the input's element type, non-const");
   static_assert(std::is_same_v<typename In::memory_space, typename Out::memory_space>,

@@ -57,7 +57,7 @@ struct ReducePlan {
 template <ReduceOp Op, class Exec, class In, class Out>
 auto plan_reduce(const char* name, bool mean, const Exec& exec, const Axis& axis, const In& in,
                  const Out& out) {
-  check_pair<In, Out, 0>();
+  check_pair<In, Out>();
   using T = value_t<In>;
   constexpr bool host_only = uses_user_op<T>(Op);
   const MPI_Comm comm = axis.comm();
