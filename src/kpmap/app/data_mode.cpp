@@ -96,7 +96,7 @@ void resolve_data_source(Config& config) {
   }
 }
 
-std::shared_ptr<const FileData> read_file_data(const Config& config, const Mesh& mesh) {
+std::shared_ptr<FileData> read_file_data(const Config& config, const Mesh& mesh) {
   const ProblemConfig& p = config.problem;
   const DataSource source = source_of(config);
   const BatchPlan plan =
@@ -106,15 +106,6 @@ std::shared_ptr<const FileData> read_file_data(const Config& config, const Mesh&
   data->block = read_data_block(source, plan, cols);
   data->truth = read_true_parameters(source, p.features);
   return data;
-}
-
-std::size_t file_data_bytes(const Config& config, const Mesh& mesh) {
-  const ProblemConfig& p = config.problem;
-  if (p.source == "synthetic") return 0;
-  const BatchPlan plan =
-      make_batch_plan(p.samples, config.train.batch, axis_index(mesh, "data"), axis_size(mesh, "data"));
-  const Range cols = column_range(p.features, axis_index(mesh, "model"), axis_size(mesh, "model"));
-  return static_cast<std::size_t>(plan.batches * plan.slice.size() * (cols.size() + 1)) * sizeof(double);
 }
 
 int run_convert_csv(const std::string& input, const std::string& output, int y_column, MPI_Comm world) {
