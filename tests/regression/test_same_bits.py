@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The bitwise comparison of two reports (support/histories.py, used by same_bits.py,
-check_file_source.py and faults/resume.py) catches a difference: same_bits.py is fed the stored
+check_file_source.py, faults/resume.py and multihost/check_two_hosts.py) catches a difference: same_bits.py is fed the stored
 reproducible reference and copies of it doctored in one place (a loss one ulp off, a missing
 entry, final_loss or weights_rel_error one ulp off or absent, a flipped skipped flag) and must
 pass or fail each as stated, a failure naming the entry that differs; the relative tolerance

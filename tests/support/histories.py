@@ -5,7 +5,8 @@ Bit for bit by default: two numbers match when they are the same double (the rep
 enough digits to give back the same double; -0.0 is not 0.0). With rtol > 0, the losses,
 final_loss and weights_rel_error match within rtol relative; step, scale and skipped stay exact.
 
-Used by regression/same_bits.py, regression/check_file_source.py and faults/resume.py:
+Used by regression/same_bits.py, regression/check_file_source.py, faults/resume.py and
+multihost/check_two_hosts.py:
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
     from histories import differences, load_report
