@@ -2,36 +2,27 @@
 """Checks a run across two hosts against the same run on one host:
 check_two_hosts.py ONE_HOST.json TWO_HOSTS.json TX_A TX_B
 
-- the same mesh, and the same history (step and loss of every entry), final_loss and
-  weights_rel_error, compared exactly. On 2 ranks every reduction is one addition a + b per
+- the same mesh, and the same history, final_loss and weights_rel_error, bit for bit
+  (support/histories.py). On 2 ranks every reduction is one addition a + b per
   element, and IEEE addition is commutative, so the transport and MPI's algorithm cannot change a
   bit;
 - the collectives crossed the link: each end sent (TX_A, TX_B: its transmit counter over the run)
   at least the bytes a rank hands to collectives per step (comm_bytes.min) times the steps. Shared
   memory between the ranks would leave only the launcher's control traffic, a few kB.
 Exit 0 when all hold, 1 otherwise, printing each failure."""
-import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "regression"))
-from same_bits import fingerprint  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from histories import differences, load_report  # noqa: E402
 
 
 def main(one_path, two_path, tx_a, tx_b):
-    one, two = json.load(open(one_path)), json.load(open(two_path))
+    one, two = load_report(one_path), load_report(two_path)
     failures = []
     if one["mesh"] != two["mesh"] or two["mesh"]["ranks"] != 2:
         failures.append(f"meshes differ or are not 2 ranks: {one['mesh']} vs {two['mesh']}")
-    want, got = fingerprint(one), fingerprint(two)
-    if len(got[0]) != len(want[0]):
-        failures.append(f"{len(got[0])} history entries, the one-host run has {len(want[0])}")
-    for (step, a), (_, b) in zip(got[0], want[0]):
-        if a != b:
-            failures.append(f"step {step}: loss {a!r} on two hosts, {b!r} on one")
-    for name, a, b in (("final_loss", got[1], want[1]), ("weights_rel_error", got[2], want[2])):
-        if a != b:
-            failures.append(f"{name}: {a!r} on two hosts, {b!r} on one")
+    failures += differences(two, one, "the two-host run", "the one-host run")
     payload = int(two["comm_bytes"]["min"] * two["config"]["train"]["steps"])
     for end, sent in (("rank 0's end", tx_a), ("rank 1's end", tx_b)):
         print(f"veth, {end}: {sent} bytes sent; collective payload {payload} bytes")
@@ -41,7 +32,7 @@ def main(one_path, two_path, tx_a, tx_b):
     for f in failures:
         print(f)
     if not failures:
-        print(f"two hosts: the same {len(got[0])} losses, final_loss and weights_rel_error as one host")
+        print(f"two hosts: the same {len(two['history'])} losses, final_loss and weights_rel_error as one host")
     return 1 if failures else 0
 
 

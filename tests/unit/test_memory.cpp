@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "kpmap/app/preflight.hpp"
 #include "kpmap/train/memory.hpp"
@@ -57,6 +59,60 @@ TEST(MemoryEstimate, CountedByHandBf16AdamReduceScatter) {
   EXPECT_EQ(e.parameters, 11u * 4 + 11 * 2 + 11 * 2);
   EXPECT_EQ(e.gradients, 13u * 4 + 11 * 4 + 13 * 2 + 12 * 4);
   EXPECT_EQ(e.optimizer, 2u * 11 * 4);
+}
+
+// A data file's rows as read (fp64) are held only while the shard is built, before anything else:
+// the peak is the shard with the larger of them and everything else. fp32 SGD as above: the rows
+// 100 x 11 x 8 outweigh the rest (44 + 100).
+TEST(MemoryEstimate, CountedByHandFileRowsWhileTheShardIsBuilt) {
+  TrainSpec spec = small(Dtype::fp32, Dtype::fp32, Dtype::fp32, "sgd", CommStrategy::allreduce);
+  spec.from_file = true;
+  const MemoryEstimate e = kpmap::estimate_memory(spec, one_rank());
+  EXPECT_EQ(e.data, 100u * 11 * 4);
+  EXPECT_EQ(e.file_rows, 100u * 11 * 8);
+  EXPECT_EQ(e.total(), 4400u + 8800);
+}
+
+// The rest outweighs the rows: 2 rows of 100 features, fp32 Adam. Data 2 x 101 x 4, the rows
+// 2 x 101 x 8; the 101 master weights x 4; statistics 103 x 4 and the model's sums 102 x 4;
+// Adam's moments 2 x 101 x 4.
+TEST(MemoryEstimate, CountedByHandFileRowsOutweighed) {
+  TrainSpec spec = small(Dtype::fp32, Dtype::fp32, Dtype::fp32, "adam", CommStrategy::allreduce);
+  spec.problem.samples = 2;
+  spec.problem.features = 100;
+  spec.batch = 2;
+  spec.from_file = true;
+  const MemoryEstimate e = kpmap::estimate_memory(spec, one_rank());
+  EXPECT_EQ(e.data, 2u * 101 * 4);
+  EXPECT_EQ(e.file_rows, 2u * 101 * 8);
+  EXPECT_EQ(e.total(), 808u + 404 + (412 + 408) + 808);
+}
+
+// The trainer frees a file's rows once the shard is built from them: none is held at any step;
+// the file's true weights stay for weights_rel_error.
+TEST(MemoryEstimate, FileRowsFreedOnceTheShardIsBuilt) {
+  TrainSpec spec = small(Dtype::fp64, Dtype::fp64, Dtype::fp64, "sgd", CommStrategy::allreduce);
+  spec.from_file = true;
+  auto data = std::make_shared<kpmap::FileData>();
+  data->block.rows = 100;  // one rank: every batch's rows in order
+  data->block.cols = 10;
+  for (int r = 0; r < 100; ++r) {
+    for (int j = 0; j < 10; ++j) data->block.X.push_back((r * 7 + j * 3) % 11 - 5);
+    data->block.y.push_back(r % 5);
+  }
+  data->truth = kpmap::TrueParameters{std::vector<double>(10, 1.0), 0.5};
+  spec.data = data;
+  std::size_t held = 0;
+  long long steps = 0;
+  const kpmap::TrainResult r = kpmap::train(spec, one_rank(), [&](long long, double) {
+    held += data->block.X.capacity() + data->block.y.capacity();
+    ++steps;
+  });
+  EXPECT_EQ(steps, 3);
+  EXPECT_EQ(held, 0u);
+  EXPECT_TRUE(data->block.X.empty() && data->block.y.empty());
+  ASSERT_TRUE(data->truth.has_value());
+  EXPECT_TRUE(r.weights_rel_error.has_value());
 }
 
 // ---- the trainer's real allocations, through Kokkos' allocation callbacks ----

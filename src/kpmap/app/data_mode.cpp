@@ -3,6 +3,7 @@
 #include <iostream>
 #include <optional>
 
+#include "kpmap/app/run.hpp"
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/half.hpp"
 #include "kpmap/data/csv.hpp"
@@ -95,7 +96,7 @@ void resolve_data_source(Config& config) {
   }
 }
 
-std::shared_ptr<const FileData> read_file_data(const Config& config, const Mesh& mesh) {
+std::shared_ptr<FileData> read_file_data(const Config& config, const Mesh& mesh) {
   const ProblemConfig& p = config.problem;
   const DataSource source = source_of(config);
   const BatchPlan plan =
@@ -105,15 +106,6 @@ std::shared_ptr<const FileData> read_file_data(const Config& config, const Mesh&
   data->block = read_data_block(source, plan, cols);
   data->truth = read_true_parameters(source, p.features);
   return data;
-}
-
-std::size_t file_data_bytes(const Config& config, const Mesh& mesh) {
-  const ProblemConfig& p = config.problem;
-  if (p.source == "synthetic") return 0;
-  const BatchPlan plan =
-      make_batch_plan(p.samples, config.train.batch, axis_index(mesh, "data"), axis_size(mesh, "data"));
-  const Range cols = column_range(p.features, axis_index(mesh, "model"), axis_size(mesh, "model"));
-  return static_cast<std::size_t>(plan.batches * plan.slice.size() * (cols.size() + 1)) * sizeof(double);
 }
 
 int run_convert_csv(const std::string& input, const std::string& output, int y_column, MPI_Comm world) {
@@ -167,23 +159,15 @@ int run_convert_csv(const std::string& input, const std::string& output, int y_c
 
 int run_write_synthetic(const std::string& deck, const std::vector<std::string>& overrides,
                         const std::string& output, MPI_Comm world) {
-  int ranks = 1;
-  MPI_Comm_size(world, &ranks);
-  std::optional<Config> config;
-  int code = exit_success;
-  std::string message;
-  try {
-    config = load_config(deck, overrides, ranks);
-    if (config->problem.source != "synthetic" || config->problem.samples == 0) {
-      throw InputError(
-          "problem.source: '" + config->problem.source +
-          "': write-synthetic writes a synthetic problem (allowed: a deck with problem.source synthetic)");
+  const auto synthetic_only = [](const Config& c) {
+    if (c.problem.source != "synthetic" || c.problem.samples == 0) {
+      throw InputError("problem.source: '" + c.problem.source +
+                       "': write-synthetic writes a synthetic problem (allowed: a deck with problem.source "
+                       "synthetic)");
     }
-  } catch (const Error& e) {
-    code = e.exit_code();
-    message = e.what();
-  }
-  code = agree_on_exit(world, code, message);
+  };
+  std::optional<Config> config;
+  int code = load_deck({deck, overrides}, world, synthetic_only, config);
   if (code != exit_success) return code;
   const ProblemConfig& c = config->problem;
   const SyntheticProblem p{c.samples,     c.features, c.bias, c.noise, static_cast<std::uint64_t>(c.seed),

@@ -23,13 +23,10 @@ namespace kpmap {
 // Throws InputError. Does nothing for synthetic data.
 void resolve_data_source(Config& config);
 
-// This rank's rows and columns of the file and its true weights, for the mesh of the run. Not
+// This rank's rows and columns of the file and its true weights, for the mesh of the run
+// (TrainSpec::data: the trainer frees the rows once its shard is built from them). Not
 // collective; throws InputError naming the place of a bad value.
-std::shared_ptr<const FileData> read_file_data(const Config& config, const Mesh& mesh);
-
-// The bytes read_file_data holds on this rank (X and y of its shard in double; 0 for synthetic
-// data): the preflight memory check adds them to the trainer's estimate.
-std::size_t file_data_bytes(const Config& config, const Mesh& mesh);
+std::shared_ptr<FileData> read_file_data(const Config& config, const Mesh& mesh);
 
 // Every rank reads and checks the input (a bad one exits 2 on every rank with one message); rank 0
 // writes OUT.h5 and prints what it wrote. Return the exit code.

@@ -11,7 +11,6 @@
 #include <sstream>
 #include <type_traits>
 
-#include "kpmap/app/data_mode.hpp"
 #include "kpmap/app/train_mode.hpp"
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/types.hpp"
@@ -113,9 +112,12 @@ void check_memory(const MemoryEstimate& need, const NodeMemory& node, const Conf
   std::ostringstream m;
   m << "memory: rank " << rank << " needs " << human_bytes(static_cast<double>(need.total())) << " (data "
     << human_bytes(static_cast<double>(need.data)) << ": X and y of its shard in "
-    << to_string(config.precision.compute)
-    << (config.problem.source == "synthetic" ? "" : ", and in fp64 as read from the file") << "; parameters "
-    << human_bytes(static_cast<double>(need.parameters)) << "; gradients and buffers "
+    << to_string(config.precision.compute);
+  if (need.file_rows > 0) {
+    m << ", with the rows read from the file in fp64 (" << human_bytes(static_cast<double>(need.file_rows))
+      << ") while it is built from them";
+  }
+  m << "; parameters " << human_bytes(static_cast<double>(need.parameters)) << "; gradients and buffers "
     << human_bytes(static_cast<double>(need.gradients)) << "; optimizer state "
     << human_bytes(static_cast<double>(need.optimizer)) << "), but its node has "
     << human_bytes(static_cast<double>(node.per_rank())) << " available per rank (" << node.source << " "
@@ -169,9 +171,7 @@ int check_before_run(const Config& config, const Mesh& mesh, std::string& messag
   if (config.mode == Mode::train) node = node_memory(mesh.comm());  // collective: before any throw
   try {
     if (config.mode == Mode::train) {
-      MemoryEstimate need = estimate_memory(train_spec(config), mesh);
-      need.data += file_data_bytes(config, mesh);
-      check_memory(need, node, config, mesh.rank());
+      check_memory(estimate_memory(train_spec(config), mesh), node, config, mesh.rank());
     }
     if (writes_report && mesh.rank() == 0 && !config.output.report.empty())
       check_report_path(config.output.report);

@@ -55,24 +55,17 @@ int run_mode(const Config& config, const Mesh& mesh) {
 
 }  // namespace
 
-int run(const RunOptions& options, MPI_Comm world) {
+int load_deck(const RunOptions& options, MPI_Comm world, const std::function<void(Config&)>& check,
+              std::optional<Config>& config) {
   int ranks = 1;
   MPI_Comm_size(world, &ranks);
-
   // Validation runs identically on every rank; the agreement makes sure that a rank-local
   // failure (a file one rank cannot read) still stops everybody, with one message.
-  std::optional<Config> config;
   int code = exit_success;
   std::string message;
   try {
     config = load_config(options.deck, options.overrides, ranks);
-    resolve_data_source(*config);  // a data file's shape, read on every rank
-    // The trainer's spec also reads the environment (a test-only switch): built here once, so a
-    // bad value is agreed on like a bad deck.
-    if (config->mode == Mode::train) {
-      train_spec(*config);
-      train_comm_model(*config);  // comm.model: read and checked against the step on every rank
-    }
+    check(*config);
   } catch (const Error& e) {
     code = e.exit_code();
     message = e.what();
@@ -80,7 +73,21 @@ int run(const RunOptions& options, MPI_Comm world) {
     code = exit_runtime;
     message = e.what();
   }
-  code = agree_on_exit(world, code, message);
+  return agree_on_exit(world, code, message);
+}
+
+int run(const RunOptions& options, MPI_Comm world) {
+  const auto check = [](Config& c) {
+    resolve_data_source(c);  // a data file's shape, read on every rank
+    // The trainer's spec also reads the environment (a test-only switch): built here once, so a
+    // bad value is agreed on like a bad deck.
+    if (c.mode == Mode::train) {
+      train_spec(c);
+      train_comm_model(c);  // comm.model: read and checked against the step on every rank
+    }
+  };
+  std::optional<Config> config;
+  int code = load_deck(options, world, check, config);
   if (code != exit_success) return code;
 
   // Before a mode allocates anything: the memory it needs and the report path, agreed like the
@@ -90,6 +97,7 @@ int run(const RunOptions& options, MPI_Comm world) {
   // agreement could hang: the failing rank prints its message and takes the job down.
   int rank = 0;
   MPI_Comm_rank(world, &rank);
+  std::string message;
   try {
     const Mesh mesh(world, config->mesh.axes);
     code = check_before_run(*config, mesh, message);

@@ -246,6 +246,7 @@ TrainSpec train_spec(const Config& config) {
   const auto& o = t.optimizer;
   TrainSpec spec;
   spec.problem = {p.samples, p.features, p.bias, p.noise, static_cast<std::uint64_t>(p.seed), p.weight_scale};
+  spec.from_file = p.source != "synthetic";
   spec.steps = t.steps;
   spec.batch = t.batch;
   spec.accumulation = t.accumulation;
@@ -309,12 +310,14 @@ Json train_report(const Config& config, const Mesh& mesh, const TrainResult& res
                       {"gradients", bytes_stat(mesh.comm(), result.gradient_bytes)},
                       {"optimizer_state", bytes_stat(mesh.comm(), result.optimizer_bytes)},
                       {"data", bytes_stat(mesh.comm(), result.data_bytes)}};
-  const MemoryEstimate estimate = estimate_memory(train_spec(config), mesh);
+  const TrainSpec spec = train_spec(config);
+  const MemoryEstimate estimate = estimate_memory(spec, mesh);
   report["memory_estimate"] = {{"data", bytes_stat(mesh.comm(), estimate.data)},
                                {"parameters", bytes_stat(mesh.comm(), estimate.parameters)},
                                {"gradients", bytes_stat(mesh.comm(), estimate.gradients)},
                                {"optimizer_state", bytes_stat(mesh.comm(), estimate.optimizer)},
                                {"total", bytes_stat(mesh.comm(), estimate.total())}};
+  if (spec.from_file) report["memory_estimate"]["file_rows"] = bytes_stat(mesh.comm(), estimate.file_rows);
   if (config.comm.strategy == "reduce_scatter") {
     report["shard"] = {{"elements", to_json(stat_over_ranks(mesh.comm(), static_cast<double>(result.shard_elements)))},
                        {"padding", to_json(stat_over_ranks(mesh.comm(), static_cast<double>(result.shard_padding)))}};

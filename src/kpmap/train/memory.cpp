@@ -26,7 +26,13 @@ MemoryEstimate estimate(const TrainSpec& spec, const Mesh& mesh) {
   const bool same_type = spec.compute == spec.params;
 
   MemoryEstimate e;
-  e.data = static_cast<std::size_t>(plan.batches * rows) * static_cast<std::size_t>(F + 1) * s;
+  const std::size_t elements =
+      static_cast<std::size_t>(plan.batches * rows) * static_cast<std::size_t>(F + 1);
+  e.data = elements * s;
+  // make_shard casts the rows read from a file (in host memory, and in a copy of them in the
+  // memory space where that is not the host's) into the shard; the trainer frees them before it
+  // allocates anything else.
+  if (spec.from_file) e.file_rows = elements * sizeof(double);
 
   // Master weights; the kernels' copy in S (its own buffer unless S == M under allreduce: then
   // the master weights are it); under reduce_scatter with S != M also the outgoing shard in S.

@@ -76,6 +76,7 @@ RunState<S, M, Layout> make_state(const TrainSpec& spec, const StepComm<accumula
   const BatchPlan plan = make_batch_plan(problem.samples, spec.batch, comm.data_index(), comm.data_size());
   s.shard = spec.data ? make_shard<S, Layout>(exec, problem, plan, cols, spec.data->block)
                       : make_shard<S, Layout>(exec, problem, plan, cols);
+  if (spec.data) spec.data->block = DataBlock{};  // the file's rows in fp64: the shard holds them now
   s.features_local = cols.size();
   s.n_params = s.features_local + (problem.bias ? 1 : 0);
   s.master = View1<M>("kpmap::train::master", comm.shard_size());  // w = 0, b = 0

@@ -86,9 +86,14 @@ struct TrainResult {
 // What the trainer needs to know (the app layer fills it from the deck's Config).
 struct TrainSpec {
   SyntheticProblem problem;  // samples, features and bias; the generator's fields when data is null
-  // This rank's rows and columns of a data file (problem.source hdf5: or csv:), read by the app
-  // for the mesh the run gets, with the file's true weights if it has them; null: synthetic data.
-  std::shared_ptr<const FileData> data;
+  // The rows come from a data file (problem.source hdf5: or csv:): set before `data` is read, so
+  // that the memory estimate counts the rows as read (train/memory.hpp).
+  bool from_file = false;
+  // This rank's rows and columns of a data file, read by the app for the mesh the run gets, with
+  // the file's true weights if it has them; null: synthetic data. train() builds its shard from
+  // the rows and then empties data->block, so they are held only while the shard is built (a
+  // second train() with this spec is refused); data->truth stays.
+  std::shared_ptr<FileData> data;
   long long steps = 1;
   long long batch = 1;         // global rows per step
   long long accumulation = 1;  // micro-batches per step
