@@ -23,7 +23,11 @@ void on_kernel(const char* name, std::uint32_t device, std::uint64_t*) {
   kernel_ids.push_back(device);
   kernel_names.insert(name);
 }
-void on_fence(const char*, std::uint32_t device, std::uint64_t*) { fence_ids.push_back(device); }
+// Kokkos fences globally around every kernel while Tools callbacks are set ("Kokkos::Tools::..."
+// fences): those are the tracing's own, not the collectives'.
+void on_fence(const char* name, std::uint32_t device, std::uint64_t*) {
+  if (std::string(name).rfind("Kokkos::Tools::", 0) != 0) fence_ids.push_back(device);
+}
 
 void arm() {
   kernel_ids.clear();

@@ -50,7 +50,7 @@ void all_to_all(const Exec& exec, const Axis& group, const In& in, const Out& ou
   using Space = typename Staged<Exec, Out>::memory_space;
   Staged<Exec, In> staged(exec, in, Use::read, aliased(in, out));
   Staged<Exec, Out> recv(exec, out, Use::write);
-  const auto space = recv.flat_exec();
+  const auto& space = recv.flat_exec();
   const Scratch<T, Space> swapped_send(outer_in > 1 ? m : 0), swapped_recv(outer_out > 1 ? m : 0);
   T* send = staged.data();
   if (outer_in > 1) {
@@ -89,12 +89,12 @@ result_view_t<V> all_to_all(const Exec& exec, const Axis& group, const V& x, int
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
 void all_to_all(const Axis& group, const In& in, const Out& out, int split_axis, int concat_axis,
                 bool tiled = false) {
-  all_to_all(detail::default_exec_t<Out>(), group, in, out, split_axis, concat_axis, tiled);
+  all_to_all(detail::default_instance_for<Out>(), group, in, out, split_axis, concat_axis, tiled);
 }
 template <class V>
 result_view_t<V> all_to_all(const Axis& group, const V& x, int split_axis, int concat_axis,
                             bool tiled = false) {
-  return all_to_all(detail::default_exec_t<V>(), group, x, split_axis, concat_axis, tiled);
+  return all_to_all(detail::default_instance_for<V>(), group, x, split_axis, concat_axis, tiled);
 }
 
 // The same over a mesh and axis names (JAX's form), with or without an instance, resolved

@@ -167,7 +167,7 @@ ScatterPlan<Exec, In, Out> plan_psum_scatter(const Exec& exec, const Axis& group
          Staged<Exec, Out, host_only>(exec, out, Use::write),
          Scratch<T, typename Plan::Space>(outer > 1 ? m : 0)};
   if (outer > 1) {
-    const auto space = p.staged.flat_exec();
+    const auto& space = p.staged.flat_exec();
     swap_leading(space, p.staged.flat(), p.swapped.view(), outer, n, m / (outer * n));
     fence_instance(space);
   }
@@ -290,29 +290,29 @@ result_view_t<V, detail::rank_v<V> - 1> psum_scatter(const Exec& exec, const Axi
 // Without an instance: the default one.
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
 void all_gather(const Axis& group, const In& in, const Out& out, int axis, bool tiled = false) {
-  all_gather(detail::default_exec_t<Out>(), group, in, out, axis, tiled);
+  all_gather(detail::default_instance_for<Out>(), group, in, out, axis, tiled);
 }
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
 void psum_scatter(const Axis& group, const In& in, const Out& out, int scatter_dimension,
                   bool tiled = false) {
-  psum_scatter(detail::default_exec_t<Out>(), group, in, out, scatter_dimension, tiled);
+  psum_scatter(detail::default_instance_for<Out>(), group, in, out, scatter_dimension, tiled);
 }
 template <class In, class Out>
 Request iall_gather(const Axis& group, const In& in, const Out& out, int axis, bool tiled = false) {
-  return iall_gather(detail::default_exec_t<Out>(), group, in, out, axis, tiled);
+  return iall_gather(detail::default_instance_for<Out>(), group, in, out, axis, tiled);
 }
 template <class In, class Out>
 Request ipsum_scatter(const Axis& group, const In& in, const Out& out, int scatter_dimension,
                       bool tiled = false) {
-  return ipsum_scatter(detail::default_exec_t<Out>(), group, in, out, scatter_dimension, tiled);
+  return ipsum_scatter(detail::default_instance_for<Out>(), group, in, out, scatter_dimension, tiled);
 }
 template <class V, class Tiling, detail::if_tiling_t<Tiling> = 0>
 auto all_gather(const Axis& group, const V& x, int axis, Tiling tiling) {
-  return all_gather(detail::default_exec_t<V>(), group, x, axis, tiling);
+  return all_gather(detail::default_instance_for<V>(), group, x, axis, tiling);
 }
 template <class V, class Tiling, detail::if_tiling_t<Tiling> = 0>
 auto psum_scatter(const Axis& group, const V& x, int scatter_dimension, Tiling tiling) {
-  return psum_scatter(detail::default_exec_t<V>(), group, x, scatter_dimension, tiling);
+  return psum_scatter(detail::default_instance_for<V>(), group, x, scatter_dimension, tiling);
 }
 
 // The same over a mesh and axis names (JAX's form), with or without an instance, resolved

@@ -8,6 +8,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "kpmap/collectives/mpi_types.hpp"
@@ -65,6 +66,38 @@ using exec_space_t = typename Kokkos::View<int*, MemorySpace>::execution_space;
 // The instance a collective without one uses: the default instance of the Views' execution space.
 template <class V>
 using default_exec_t = typename V::execution_space;
+
+// The default instance of Exec, built once (constructing a Kokkos 4 instance allocates its shared
+// handle) and dropped at Kokkos::finalize.
+template <class Exec>
+const Exec& default_instance() {
+  static std::optional<Exec> instance;
+  if (!instance) {
+    instance.emplace();
+    Kokkos::push_finalize_hook([] { instance.reset(); });
+  }
+  return *instance;
+}
+
+template <class V>
+const default_exec_t<V>& default_instance_for() {
+  return default_instance<default_exec_t<V>>();
+}
+
+// The instance for work on host memory: exec itself when it can reach host memory, otherwise the
+// default host instance.
+template <class Exec>
+using host_exec_t = std::conditional_t<Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible, Exec,
+                                       Kokkos::DefaultHostExecutionSpace>;
+
+template <class Exec>
+const host_exec_t<Exec>& host_instance(const Exec& exec) {
+  if constexpr (std::is_same_v<host_exec_t<Exec>, Exec>) {
+    return exec;
+  } else {
+    return default_instance<Kokkos::DefaultHostExecutionSpace>();
+  }
+}
 
 template <class E>
 using if_exec_t = std::enable_if_t<Kokkos::is_execution_space<E>::value, int>;
@@ -241,11 +274,11 @@ class Staged {
   const Exec& exec() const { return exec_; }
   // The instance for kernels on flat(): exec(), or the default host instance for a host
   // staging buffer.
-  flat_exec_type flat_exec() const {
+  const flat_exec_type& flat_exec() const {
     if constexpr (std::is_same_v<flat_exec_type, Exec>) {
       return exec_;
     } else {
-      return flat_exec_type();
+      return default_instance<flat_exec_type>();
     }
   }
 

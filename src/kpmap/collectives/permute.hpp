@@ -105,19 +105,19 @@ result_view_t<V> pbroadcast(const Exec& exec, const Axis& group, const V& x, int
 // Without an instance: the default one.
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
 void ppermute(const Axis& group, const In& in, const Out& out, const Permutation& perm) {
-  ppermute(detail::default_exec_t<Out>(), group, in, out, perm);
+  ppermute(detail::default_instance_for<Out>(), group, in, out, perm);
 }
 template <class In, class Out, std::enable_if_t<Kokkos::is_view<Out>::value, int> = 0>
 void pbroadcast(const Axis& group, const In& in, const Out& out, int source) {
-  pbroadcast(detail::default_exec_t<Out>(), group, in, out, source);
+  pbroadcast(detail::default_instance_for<Out>(), group, in, out, source);
 }
 template <class V>
 result_view_t<V> ppermute(const Axis& group, const V& x, const Permutation& perm) {
-  return ppermute(detail::default_exec_t<V>(), group, x, perm);
+  return ppermute(detail::default_instance_for<V>(), group, x, perm);
 }
 template <class V>
 result_view_t<V> pbroadcast(const Axis& group, const V& x, int source) {
-  return pbroadcast(detail::default_exec_t<V>(), group, x, source);
+  return pbroadcast(detail::default_instance_for<V>(), group, x, source);
 }
 
 // The same over a mesh and axis names (JAX's form), with or without an instance, resolved

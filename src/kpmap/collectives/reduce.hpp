@@ -205,39 +205,39 @@ result_view_t<V> pmin(const Exec& exec, const Axis& axis, const V& x) {
 // Without an instance: the default one.
 template <class In, class Out>
 void psum(const Axis& axis, const In& in, const Out& out) {
-  psum(detail::default_exec_t<Out>(), axis, in, out);
+  psum(detail::default_instance_for<Out>(), axis, in, out);
 }
 template <class In, class Out>
 void pmean(const Axis& axis, const In& in, const Out& out) {
-  pmean(detail::default_exec_t<Out>(), axis, in, out);
+  pmean(detail::default_instance_for<Out>(), axis, in, out);
 }
 template <class In, class Out>
 void pmax(const Axis& axis, const In& in, const Out& out) {
-  pmax(detail::default_exec_t<Out>(), axis, in, out);
+  pmax(detail::default_instance_for<Out>(), axis, in, out);
 }
 template <class In, class Out>
 void pmin(const Axis& axis, const In& in, const Out& out) {
-  pmin(detail::default_exec_t<Out>(), axis, in, out);
+  pmin(detail::default_instance_for<Out>(), axis, in, out);
 }
 template <class In, class Out>
 Request ipsum(const Axis& axis, const In& in, const Out& out) {
-  return ipsum(detail::default_exec_t<Out>(), axis, in, out);
+  return ipsum(detail::default_instance_for<Out>(), axis, in, out);
 }
 template <class V>
 result_view_t<V> psum(const Axis& axis, const V& x) {
-  return psum(detail::default_exec_t<V>(), axis, x);
+  return psum(detail::default_instance_for<V>(), axis, x);
 }
 template <class V>
 pmean_view_t<V> pmean(const Axis& axis, const V& x) {
-  return pmean(detail::default_exec_t<V>(), axis, x);
+  return pmean(detail::default_instance_for<V>(), axis, x);
 }
 template <class V>
 result_view_t<V> pmax(const Axis& axis, const V& x) {
-  return pmax(detail::default_exec_t<V>(), axis, x);
+  return pmax(detail::default_instance_for<V>(), axis, x);
 }
 template <class V>
 result_view_t<V> pmin(const Axis& axis, const V& x) {
-  return pmin(detail::default_exec_t<V>(), axis, x);
+  return pmin(detail::default_instance_for<V>(), axis, x);
 }
 
 // The same over a mesh and axis names (JAX's form), with or without an instance: the names are

@@ -55,7 +55,7 @@ double max_abs(const Exec& exec, const V& v) {
 
 template <class V>
 double max_abs(const V& v) {
-  return max_abs(detail::default_exec_t<V>(), v);
+  return max_abs(detail::default_instance_for<V>(), v);
 }
 
 namespace detail {
@@ -75,7 +75,7 @@ void reproducible_reduce(const char* name, bool mean, const Exec& exec, const Ax
   // The bound: max |x| over the axis; a non-finite element makes it +Inf everywhere.
   const Scratch<double, Kokkos::HostSpace> bound(1);
   bound.view()(0) = max_abs(exec, in);
-  pmax(Kokkos::DefaultHostExecutionSpace(), axis, bound.view(), bound.view());
+  pmax(host_instance(exec), axis, bound.view(), bound.view());
   ReproGrid grid;
   if (!ReproGrid::make(static_cast<double>(n), bound.view()(0), grid)) {
     std::ostringstream msg;
@@ -120,12 +120,12 @@ void pmean(const Exec& exec, const Axis& axis, const In& in, const Out& out, Rep
 
 template <class In, class Out>
 void psum(const Axis& axis, const In& in, const Out& out, Reproducible r) {
-  psum(detail::default_exec_t<Out>(), axis, in, out, r);
+  psum(detail::default_instance_for<Out>(), axis, in, out, r);
 }
 
 template <class In, class Out>
 void pmean(const Axis& axis, const In& in, const Out& out, Reproducible r) {
-  pmean(detail::default_exec_t<Out>(), axis, in, out, r);
+  pmean(detail::default_instance_for<Out>(), axis, in, out, r);
 }
 
 template <class In, class Out>
