@@ -19,10 +19,14 @@ std::atomic<long> allocations{0};
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
+// (nvcc makes a replacement operator new host and device: the counting is host-only.)
 void* operator new(std::size_t n) {
+  void* p = std::malloc(n ? n : 1);
+#if !defined(__CUDA_ARCH__)
   ++allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
+  if (p == nullptr) throw std::bad_alloc();
+#endif
+  return p;
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }

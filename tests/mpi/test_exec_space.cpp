@@ -29,7 +29,7 @@ void on_fence(const char* name, std::uint32_t device, std::uint64_t*) {
   if (std::string(name).rfind("Kokkos::Tools::", 0) != 0) fence_ids.push_back(device);
 }
 
-void arm() {
+[[maybe_unused]] void arm() {
   kernel_ids.clear();
   fence_ids.clear();
   kernel_names.clear();
@@ -37,7 +37,7 @@ void arm() {
   Kokkos::Tools::Experimental::set_begin_parallel_reduce_callback(on_kernel);
   Kokkos::Tools::Experimental::set_begin_fence_callback(on_fence);
 }
-void disarm() {
+[[maybe_unused]] void disarm() {
   Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr);
   Kokkos::Tools::Experimental::set_begin_parallel_reduce_callback(nullptr);
   Kokkos::Tools::Experimental::set_begin_fence_callback(nullptr);
