@@ -252,7 +252,7 @@ TEST(ConfigTrain, TrainTypesAndRanges) {
       {"train:\n  batch: 1.5\n", "deck.yaml:5:10: train.batch: '1.5' is not an integer"},
       {"train:\n  accumulation: 0\n", "deck.yaml:5:17: train.accumulation: 0 is out of range (allowed: >= 1)"},
       {"train:\n  kernel: fusd\n",
-       "deck.yaml:5:11: train.kernel: 'fusd' is not allowed (allowed: fused | kokkos_kernels); did you mean 'fused'?"},
+       "deck.yaml:5:11: train.kernel: 'fusd' is not allowed (allowed: fused | kokkos_kernels | team); did you mean 'fused'?"},
       {"train:\n  kernel: [fused]\n", "deck.yaml:5:11: train.kernel: expected a string, got '[fused]'"},
       {"train: 5\n", "deck.yaml:4:8: train: expected a map of keys, got '5'"},
       {"train:\n  optimizer: sgd\n", "deck.yaml:5:14: train.optimizer: expected a map of keys, got 'sgd'"},

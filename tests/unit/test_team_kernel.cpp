@@ -120,7 +120,8 @@ struct Check {
   }
 
   View1<Acc> grads() const {
-    return kpmap::test::device_vector<Acc>(std::vector<double>(static_cast<std::size_t>(d.F + (d.bias ? 1 : 0)), start));
+    return kpmap::test::device_vector<Acc>(
+        std::vector<double>(static_cast<std::size_t>(d.F + (d.bias ? 1 : 0)), start));
   }
   View1<T> params() const {
     std::vector<int> theta = d.w;
@@ -164,7 +165,8 @@ struct Check {
       double loss = 0;
       for (int m = 0; m < 2; ++m) {
         const auto gwm = Kokkos::subview(gw, Kokkos::make_pair(blocks[m], blocks[m + 1]));
-        const auto gbm = Kokkos::subview(gb, Kokkos::make_pair(0LL, m == 0 ? static_cast<long long>(gb.extent(0)) : 0LL));
+        const auto gbm =
+            Kokkos::subview(gb, Kokkos::make_pair(0LL, m == 0 ? static_cast<long long>(gb.extent(0)) : 0LL));
         loss = model.backward(exec, matrix<T, Layout>(d, blocks[m], blocks[m + 1]), zv, y, gwm, gbm);
       }
       gradient(g, loss, k + "forward_partial + backward");
@@ -174,14 +176,17 @@ struct Check {
       const View1<Acc> g = grads();
       const auto [gw, gb] = kpmap::split_params(g, F);
       const View1<Acc> r("r", d.n);
-      const double loss = from_z ? model.residual_from_z(exec, X, zv, y, r, gb) : model.residual(exec, X, y, w, b, r, gb);
+      const double loss =
+          from_z ? model.residual_from_z(exec, X, zv, y, r, gb) : model.residual(exec, X, y, w, b, r, gb);
       const auto rh = to_host(r);
       long long r_wrong = 0;
-      for (long long i = 0; i < d.n; ++i) r_wrong += static_cast<double>(rh(i)) != static_cast<double>(ref.r[i]);
+      for (long long i = 0; i < d.n; ++i)
+        r_wrong += static_cast<double>(rh(i)) != static_cast<double>(ref.r[i]);
       EXPECT_EQ(r_wrong, 0) << what << k << (from_z ? "residual_from_z" : "residual");
       const long long cuts[4] = {0, F / 3, F / 3 + F / 4, F};
       for (int c = 2; c >= 0; --c) {
-        model.gradient_columns(exec, X, r, cuts[c], Kokkos::subview(gw, Kokkos::make_pair(cuts[c], cuts[c + 1])));
+        model.gradient_columns(exec, X, r, cuts[c],
+                               Kokkos::subview(gw, Kokkos::make_pair(cuts[c], cuts[c + 1])));
       }
       gradient(g, loss, k + (from_z ? "residual_from_z + gradient_columns" : "residual + gradient_columns"));
     }
@@ -192,12 +197,13 @@ template <class T, class Acc, class Layout = Kokkos::LayoutRight>
 void check(long long n, long long F, bool bias) {
   const Data d = make_data(n, F, bias);
   const Reference ref = reference(d);
-  const std::string what = std::string(std::is_same_v<T, double>  ? "fp64"
-                                       : std::is_same_v<T, float> ? "fp32"
+  const std::string what = std::string(std::is_same_v<T, double>        ? "fp64"
+                                       : std::is_same_v<T, float>       ? "fp32"
                                        : std::is_same_v<T, kpmap::bf16> ? "bf16"
                                                                         : "fp16") +
-                           (std::is_same_v<Layout, Kokkos::LayoutRight> ? " LayoutRight" : " LayoutLeft") + " n " +
-                           std::to_string(n) + " F " + std::to_string(F) + (bias ? " bias" : " no bias");
+                           (std::is_same_v<Layout, Kokkos::LayoutRight> ? " LayoutRight" : " LayoutLeft") +
+                           " n " + std::to_string(n) + " F " + std::to_string(F) +
+                           (bias ? " bias" : " no bias");
   // Not vacuous: at the large widths some gradient (1 + 2 sum, odd) needs more significant bits
   // than bf16 (8) or fp16 (11) have, so a sum kept in 16 bits would show.
   long long largest = 0;
@@ -237,8 +243,8 @@ TEST(TeamKernel, TeamsCoverTheRows) {
     EXPECT_LE(teams, 1024) << n;
     EXPECT_LE(teams * 32, n + 31) << n;
     if (n == 0) continue;
-    EXPECT_GE(teams * rows, n) << n;           // every row has a team
-    EXPECT_LT((teams - 1) * rows, n) << n;     // and every team has a row
+    EXPECT_GE(teams * rows, n) << n;        // every row has a team
+    EXPECT_LT((teams - 1) * rows, n) << n;  // and every team has a row
     if (n <= 32 * 1024) {
       EXPECT_LE(rows, 32) << n;
     }

@@ -10,6 +10,7 @@
 
 #include "kpmap/core/dtype.hpp"
 #include "kpmap/mesh/mesh.hpp"
+#include "kpmap/model/gradient_kernel.hpp"
 
 namespace kpmap {
 
@@ -49,7 +50,8 @@ struct TrainConfig {
   long long steps = 200;
   long long batch = 1024;      // global rows per step
   long long accumulation = 1;  // micro-batches per step, each batch / accumulation rows
-  std::string kernel = "fused";  // fused | kokkos_kernels (kpmap::GradientKernel in the model layer)
+  // fused | kokkos_kernels | team (kpmap::GradientKernel); by default fused on host backends, team on GPUs
+  std::string kernel = to_string(default_gradient_kernel());
   OptimizerConfig optimizer;
   double max_seconds = 0;  // > 0: after this many seconds, checkpoint and stop (needs checkpoint.path)
 };

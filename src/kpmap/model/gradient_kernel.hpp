@@ -2,7 +2,6 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
-
 #include <string>
 
 #include "kpmap/core/types.hpp"

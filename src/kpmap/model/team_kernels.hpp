@@ -18,9 +18,10 @@
 //   so the result does not depend on scheduling; add_gradient (fused_kernels.hpp) then adds
 //   2x the sums to the gradient and reads the loss back.
 //
-// On host execution spaces (vector length 1) the same split runs with the fused kernel's row
-// loops: dot_row for a residual, axpy_row over blocks of host_block features for the gradient,
-// which adds each column's terms in the same order (row by row) as the lanes of a GPU do.
+// On host execution spaces (one thread per team, vector length 1) the same split runs with the
+// fused kernel's row loops: dot_row for a residual, axpy_row over blocks of host_block features
+// for the gradient, which adds each column's terms in the same order (row by row) as the lanes
+// of a GPU do.
 //
 // The partial buffer holds at most one row per team_chunk rows of X (team_count), in Acc.
 #pragma once
@@ -55,9 +56,11 @@ inline long long team_count(long long n) {
 using team_policy = Kokkos::TeamPolicy<execution_space>;
 using team_member = team_policy::member_type;
 template <class Acc>
-using TeamScratch = Kokkos::View<Acc*, execution_space::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using TeamScratch =
+    Kokkos::View<Acc*, execution_space::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 template <class Acc>
-using PartialMatrix = Kokkos::View<Acc**, Kokkos::LayoutRight, device_type, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using PartialMatrix =
+    Kokkos::View<Acc**, Kokkos::LayoutRight, device_type, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 // Vector lanes per thread: 1 on the host, a warp (at most 32) on a GPU.
 inline int team_vector_length() {
@@ -69,10 +72,22 @@ inline int team_vector_length() {
   }
 }
 
+// The policy of `teams` teams: on the host one thread per team (the teams are the parallelism,
+// and no thread waits at a team barrier for another that the OS has descheduled), on a GPU the
+// team size Kokkos chooses with team_vector_length() lanes.
+inline team_policy make_team_policy(const execution_space& exec, long long teams) {
+  if constexpr (host_execution_v) {
+    return team_policy(exec, static_cast<int>(teams), 1, 1);
+  } else {
+    return team_policy(exec, static_cast<int>(teams), Kokkos::AUTO, team_vector_length());
+  }
+}
+
 // x_i . w over the columns of X: the row's elements over the vector lanes of the calling thread
 // (GPU), or the fused kernel's row loop (host). Every lane gets the sum.
 template <class Acc, class XView, class WView>
-KOKKOS_INLINE_FUNCTION Acc team_row_dot(const team_member& team, const XView& X, long long i, const WView& w) {
+KOKKOS_INLINE_FUNCTION Acc team_row_dot(const team_member& team, const XView& X, long long i,
+                                        const WView& w) {
   if constexpr (host_execution_v) {
     (void)team;
     return dot_row<Acc>(X, i, w);
@@ -94,15 +109,15 @@ template <class Tag, class Acc, Part part, class XView, class YView, class WView
 struct TeamGradient {
   XView X;
   YView y;
-  WView w;  // Fused only
-  BView b;  // Fused only; extent 0 when the model has no bias
-  ZView z;  // FromZ only
-  RView res;              // written by residual, read by columns
+  WView w;                     // Fused only
+  BView b;                     // Fused only; extent 0 when the model has no bias
+  ZView z;                     // FromZ only
+  RView res;                   // written by residual, read by columns
   PartialMatrix<Acc> partial;  // [teams][W + 2]
   long long rows_per_team = 0;
-  long long c0 = 0;      // columns only
-  long long width = 0;   // W: the columns summed (all: F, residual: 0, columns: the window)
-  int lanes = 1;         // features per TeamThreadRange item on a GPU (the vector length)
+  long long c0 = 0;     // columns only
+  long long width = 0;  // W: the columns summed (all: F, residual: 0, columns: the window)
+  int lanes = 1;        // features per TeamThreadRange item on a GPU (the vector length)
 
   KOKKOS_INLINE_FUNCTION Acc residual(const team_member& team, long long i) const {
     if constexpr (part == Part::columns) {
@@ -119,8 +134,8 @@ struct TeamGradient {
 
   // The columns [j0, j1) of the team's partial row += sum_q r(q) X(i0 + q, c0 + j) over the
   // chunk's rows, in row order.
-  KOKKOS_INLINE_FUNCTION void add_columns(const team_member& team, Acc* g, const TeamScratch<Acc>& r, long long i0,
-                                          long long rows, long long j0, long long j1) const {
+  KOKKOS_INLINE_FUNCTION void add_columns(const team_member& team, Acc* g, const TeamScratch<Acc>& r,
+                                          long long i0, long long rows, long long j0, long long j1) const {
     if constexpr (host_execution_v) {
       (void)team;
       for (long long q = 0; q < rows; ++q) axpy_row(g + j0, r(q), X, i0 + q, c0 + j0, j1 - j0);
@@ -151,7 +166,8 @@ struct TeamGradient {
     // Zero the partial row: each block by the thread that adds into it, the sums by one.
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, blocks), [&](long long jb) {
       const auto c = columns(jb);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, c.second - c.first), [&](long long k) { g[c.first + k] = 0; });
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, c.second - c.first),
+                           [&](long long k) { g[c.first + k] = 0; });
     });
     Kokkos::single(Kokkos::PerTeam(team), [&]() { g[W] = g[W + 1] = 0; });
     for (long long i0 = first; i0 < last; i0 += team_chunk) {
@@ -191,7 +207,8 @@ void team_combine(const execution_space& exec, const PartialMatrix<Acc>& partial
   const long long teams = static_cast<long long>(partial.extent(0));
   Kokkos::parallel_for(
       "kpmap::model::team_combine",
-      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(partial.extent(1))),
+      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(
+          exec, 0, static_cast<long long>(partial.extent(1))),
       KOKKOS_LAMBDA(long long k) {
         Acc s = 0;
         for (long long t = 0; t < teams; ++t) s += partial(t, k);
@@ -201,13 +218,16 @@ void team_combine(const execution_space& exec, const PartialMatrix<Acc>& partial
 
 // sums (extent W + 2, see Part) <- the team kernel's reduction of `part` over the rows of X;
 // `work` holds at least team_count(rows) * (W + 2) elements.
-template <class Tag, class Acc, Part part, class XView, class YView, class WView, class BView, class ZView, class RView>
+template <class Tag, class Acc, Part part, class XView, class YView, class WView, class BView, class ZView,
+          class RView>
 void team_reduce(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
                  const ZView& z, const RView& res, long long c0, long long width, const View1<Acc>& work,
                  const View1<Acc>& sums) {
   using functor = TeamGradient<Tag, Acc, part, XView, YView, WView, BView, ZView, RView>;
   const long long n = static_cast<long long>(X.extent(0));
-  const long long W = part == Part::all ? static_cast<long long>(X.extent(1)) : part == Part::columns ? width : 0;
+  const long long W = part == Part::all       ? static_cast<long long>(X.extent(1))
+                      : part == Part::columns ? width
+                                              : 0;
   const long long teams = team_count(n);
   const PartialMatrix<Acc> partial(work.data(), teams, W + 2);
   const int lanes = team_vector_length();
@@ -215,7 +235,7 @@ void team_reduce(const execution_space& exec, const XView& X, const YView& y, co
   const char* label = part == Part::all        ? "kpmap::model::team_gradient"
                       : part == Part::residual ? "kpmap::model::team_residual"
                                                : "kpmap::model::team_gradient_columns";
-  const auto policy = team_policy(exec, static_cast<int>(teams), Kokkos::AUTO, lanes)
+  const auto policy = make_team_policy(exec, teams)
                           .set_scratch_size(0, Kokkos::PerTeam(TeamScratch<Acc>::shmem_size(team_chunk)));
   Kokkos::parallel_for(label, policy, f);
   team_combine(exec, partial, sums);
@@ -224,12 +244,13 @@ void team_reduce(const execution_space& exec, const XView& X, const YView& y, co
 // z_i = x_i . w (+ b when b has a slot): teams over blocks of rows, a row per thread, its
 // elements over the vector lanes.
 template <class Acc, class XView, class WView, class BView, class ZView>
-void team_forward(const execution_space& exec, const XView& X, const WView& w, const BView& b, const ZView& z) {
+void team_forward(const execution_space& exec, const XView& X, const WView& w, const BView& b,
+                  const ZView& z) {
   const long long n = static_cast<long long>(X.extent(0));
   const long long rows = team_rows(n);
   const bool has_b = b.extent(0) > 0;
   Kokkos::parallel_for(
-      "kpmap::model::team_forward", team_policy(exec, static_cast<int>(team_count(n)), Kokkos::AUTO, team_vector_length()),
+      "kpmap::model::team_forward", make_team_policy(exec, team_count(n)),
       KOKKOS_LAMBDA(const team_member& team) {
         const long long first = team.league_rank() * rows;
         const long long last = first + rows < n ? first + rows : n;
