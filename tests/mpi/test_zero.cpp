@@ -165,9 +165,10 @@ TEST(Zero, AccumulationDividesCallsPerSample) {
 }
 
 // Buckets and overlap move the same sums: bitwise the history of one bucket without overlap,
-// for both strategies, fp64 and a bf16 wire, on every mesh, with the fused and team kernels; with the kokkos_kernels kernel the
-// overlap's column windows go through BLAS, which sums a window's columns in its own blocking, so
-// there the history agrees to rounding (buckets without overlap stay bitwise).
+// for both strategies, fp64 and a bf16 wire, on every mesh, with the fused and team kernels;
+// with the kokkos_kernels kernel the overlap's column windows go through BLAS, which sums a
+// window's columns in its own blocking, so there the history agrees to rounding (buckets without
+// overlap stay bitwise).
 TEST(Zero, BucketsAndOverlapKeepTheSums) {
   struct Case {
     Dtype compute, params, comm;

@@ -67,6 +67,7 @@ int run(const RunOptions& options, MPI_Comm world) {
   try {
     config = load_config(options.deck, options.overrides, ranks);
     resolve_data_source(*config);  // a data file's shape, read on every rank
+    resolve_gradient_kernel(*config);
     // The trainer's spec also reads the environment (a test-only switch): built here once, so a
     // bad value is agreed on like a bad deck.
     if (config->mode == Mode::train) {

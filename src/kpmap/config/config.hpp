@@ -10,7 +10,6 @@
 
 #include "kpmap/core/dtype.hpp"
 #include "kpmap/mesh/mesh.hpp"
-#include "kpmap/model/gradient_kernel.hpp"
 
 namespace kpmap {
 
@@ -50,8 +49,9 @@ struct TrainConfig {
   long long steps = 200;
   long long batch = 1024;      // global rows per step
   long long accumulation = 1;  // micro-batches per step, each batch / accumulation rows
-  // fused | kokkos_kernels | team (kpmap::GradientKernel); by default fused on host backends, team on GPUs
-  std::string kernel = to_string(default_gradient_kernel());
+  // fused | kokkos_kernels | team (kpmap::GradientKernel) | auto: the backend's default, which the
+  // app layer resolves (resolve_gradient_kernel: fused on host backends, team on GPUs)
+  std::string kernel = "auto";
   OptimizerConfig optimizer;
   double max_seconds = 0;  // > 0: after this many seconds, checkpoint and stop (needs checkpoint.path)
 };

@@ -20,14 +20,15 @@ enum class GradientKernel { fused, kokkos_kernels, team };
 inline constexpr bool host_execution_v =
     Kokkos::SpaceAccessibility<Kokkos::HostSpace, execution_space::memory_space>::accessible;
 
-// The kernel train.kernel selects when the deck does not set it: fused on host execution
-// spaces, team on GPU ones.
+// The kernel of train.kernel auto (the default): fused on host execution spaces, team on GPU
+// ones.
 constexpr GradientKernel default_gradient_kernel() {
   return host_execution_v ? GradientKernel::fused : GradientKernel::team;
 }
 
 std::string to_string(GradientKernel kernel);
-// Throws InputError naming train.kernel and the allowed values.
+// A kernel's name, or "auto" for default_gradient_kernel(); throws InputError naming
+// train.kernel and the allowed values.
 GradientKernel parse_gradient_kernel(const std::string& name);
 
 }  // namespace kpmap

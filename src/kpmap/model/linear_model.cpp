@@ -17,7 +17,8 @@ GradientKernel parse_gradient_kernel(const std::string& name) {
   if (name == "fused") return GradientKernel::fused;
   if (name == "kokkos_kernels") return GradientKernel::kokkos_kernels;
   if (name == "team") return GradientKernel::team;
-  throw InputError("train.kernel: '" + name + "' is not one of fused, kokkos_kernels, team");
+  if (name == "auto") return default_gradient_kernel();
+  throw InputError("train.kernel: '" + name + "' is not one of fused, kokkos_kernels, team, auto");
 }
 
 }  // namespace kpmap
