@@ -37,7 +37,7 @@ def parser():
     r.add_argument("--mesh", default="*x1", help="data x model meshes, e.g. '*x1,*x2' or 2x2; '*' (or -1) is "
                    "the rank count divided by the other size (default '*x1': every rank on data)")
     r.add_argument("--threads", help="OMP_NUM_THREADS values (default 1; backend 1,2); a Serial kpmap runs at 1")
-    r.add_argument("--kernels", help="train.kernel values: fused,kokkos_kernels (default: the deck's; backend both)")
+    r.add_argument("--kernels", help="train.kernel values: fused,kokkos_kernels,team (default: the deck's; backend fused,kokkos_kernels)")
     r.add_argument("--precisions", help="precision.compute values: fp64,fp32,bf16,fp16 (default: the deck's; "
                    "backend fp32,bf16)")
     r.add_argument("--kpmap", action="append", help="kpmap executable (repeatable: one per backend build; "

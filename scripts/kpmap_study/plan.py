@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 
 KINDS = ("strong", "weak", "backend")
-KERNELS = ("fused", "kokkos_kernels")
+KERNELS = ("fused", "kokkos_kernels", "team")
 PRECISIONS = ("fp64", "fp32", "bf16", "fp16")
 
 

@@ -58,7 +58,8 @@ TEST(MixedPrecision, SixteenBitComputeReachesTheFp32Answer) {
   const auto fp32 = kpmap::train(with_types(base, Dtype::fp32, Dtype::fp32, Dtype::fp32), mesh);
   for (auto [half, kernel] : {std::make_pair(Dtype::bf16, GradientKernel::fused),
                                std::make_pair(Dtype::fp16, GradientKernel::fused),
-                               std::make_pair(Dtype::bf16, GradientKernel::kokkos_kernels)}) {
+                               std::make_pair(Dtype::bf16, GradientKernel::kokkos_kernels),
+                               std::make_pair(Dtype::bf16, GradientKernel::team)}) {
     TrainSpec spec = with_types(base, half, Dtype::fp32, half);
     spec.kernel = kernel;
     const auto r = kpmap::train(spec, mesh);

@@ -37,7 +37,9 @@ TEST_P(Decomposition, LossHistoryMatchesOneRankOnEveryMesh) {
 INSTANTIATE_TEST_SUITE_P(Trainer, Decomposition,
                          ::testing::Values(std::make_tuple(Dtype::fp64, GradientKernel::fused),
                                            std::make_tuple(Dtype::fp32, GradientKernel::fused),
-                                           std::make_tuple(Dtype::fp64, GradientKernel::kokkos_kernels)));
+                                           std::make_tuple(Dtype::fp64, GradientKernel::kokkos_kernels),
+                                           std::make_tuple(Dtype::fp64, GradientKernel::team),
+                                           std::make_tuple(Dtype::fp32, GradientKernel::team)));
 
 TEST(Trainer, AccumulationGivesTheSameHistory) {
   TrainSpec spec = small_spec(Dtype::fp64);

@@ -165,9 +165,10 @@ TEST(Zero, AccumulationDividesCallsPerSample) {
 }
 
 // Buckets and overlap move the same sums: bitwise the history of one bucket without overlap,
-// for both strategies, fp64 and a bf16 wire, on every mesh; with the kokkos_kernels kernel the
-// overlap's column windows go through BLAS, which sums a window's columns in its own blocking, so
-// there the history agrees to rounding (buckets without overlap stay bitwise).
+// for both strategies, fp64 and a bf16 wire, on every mesh, with the fused and team kernels;
+// with the kokkos_kernels kernel the overlap's column windows go through BLAS, which sums a
+// window's columns in its own blocking, so there the history agrees to rounding (buckets without
+// overlap stay bitwise).
 TEST(Zero, BucketsAndOverlapKeepTheSums) {
   struct Case {
     Dtype compute, params, comm;
@@ -175,7 +176,8 @@ TEST(Zero, BucketsAndOverlapKeepTheSums) {
   };
   const std::vector<Case> cases{{Dtype::fp64, Dtype::fp64, Dtype::fp64, GradientKernel::fused},
                                 {Dtype::bf16, Dtype::fp32, Dtype::bf16, GradientKernel::fused},
-                                {Dtype::fp64, Dtype::fp64, Dtype::fp64, GradientKernel::kokkos_kernels}};
+                                {Dtype::fp64, Dtype::fp64, Dtype::fp64, GradientKernel::kokkos_kernels},
+                                {Dtype::bf16, Dtype::fp32, Dtype::bf16, GradientKernel::team}};
   // Buckets of one element, of an odd number of bytes, one bucket with overlap.
   const auto variants = [](long long element) {
     return std::vector<std::pair<long long, bool>>{

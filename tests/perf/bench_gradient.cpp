@@ -1,4 +1,4 @@
-// Bytes of X read per second by each gradient path (fused, kokkos_kernels) next to a STREAM-like
+// Bytes of X read per second by each gradient path (fused, team, kokkos_kernels) next to a STREAM-like
 // read of the same X, for fp64, fp32 and 16-bit storage (bf16, fp16: LinearModel<S, float>), on a
 // problem several times the last-level cache.
 //
@@ -174,13 +174,14 @@ void gradient(benchmark::State& state) {
 }
 
 template <class T, class Layout>
-void register_layout(bool with_fused, bool with_blas) {
+void register_layout(bool with_rows, bool with_blas) {
   using kpmap::GradientKernel;
   const std::string suffix = "/" + type_name<T>() + "/" + layout_name<Layout>();
   // Registration order is run order: stream first, so of_stream can refer to it.
   benchmark::RegisterBenchmark(("stream_read" + suffix).c_str(), stream_read<T, Layout>)->UseRealTime();
-  if (with_fused) {
+  if (with_rows) {  // the kernels that read LayoutRight rows
     benchmark::RegisterBenchmark(("fused" + suffix).c_str(), gradient<T, Layout, GradientKernel::fused>)->UseRealTime();
+    benchmark::RegisterBenchmark(("team" + suffix).c_str(), gradient<T, Layout, GradientKernel::team>)->UseRealTime();
   }
   if (with_blas) {
     benchmark::RegisterBenchmark(("kokkos_kernels" + suffix).c_str(),

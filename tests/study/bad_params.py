@@ -42,7 +42,7 @@ CASES = {
                       r"file\)"),
     "missing_kpmap": (["strong", "--kpmap", "{dir}/no-kpmap"], r"--kpmap: '.*no-kpmap' does not exist"),
     "unknown_kernel": (["backend", "--kernels", "fused,gemv"],
-                       r"--kernels: 'gemv' is not allowed \(allowed: fused \| kokkos_kernels\)"),
+                       r"--kernels: 'gemv' is not allowed \(allowed: fused \| kokkos_kernels \| team\)"),
     "unknown_precision": (["backend", "--precisions", "fp32,fp8"],
                           r"--precisions: 'fp8' is not allowed \(allowed: fp64 \| fp32 \| bf16 \| fp16\)"),
     "set_owned_by_study": (["strong", "--set", "mesh.axes={data: 2}"],

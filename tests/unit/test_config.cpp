@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kpmap/app/train_mode.hpp"
 #include "kpmap/config/config.hpp"
 #include "kpmap/core/error.hpp"
 
@@ -133,7 +134,7 @@ TEST(ConfigTrain, DefaultsFollowTheSchema) {
   EXPECT_EQ(c.train.steps, 200);
   EXPECT_EQ(c.train.batch, 1024);
   EXPECT_EQ(c.train.accumulation, 1);
-  EXPECT_EQ(c.train.kernel, "fused");
+  EXPECT_EQ(c.train.kernel, "auto");  // resolved by the app layer: ResolvedDeck.KernelAutoNamesTheBackendsKernel
   EXPECT_EQ(c.train.optimizer.name, "sgd");
   EXPECT_EQ(c.train.optimizer.lr, 0.05);
   EXPECT_EQ(c.precision.compute, kpmap::Dtype::fp32);
@@ -252,7 +253,7 @@ TEST(ConfigTrain, TrainTypesAndRanges) {
       {"train:\n  batch: 1.5\n", "deck.yaml:5:10: train.batch: '1.5' is not an integer"},
       {"train:\n  accumulation: 0\n", "deck.yaml:5:17: train.accumulation: 0 is out of range (allowed: >= 1)"},
       {"train:\n  kernel: fusd\n",
-       "deck.yaml:5:11: train.kernel: 'fusd' is not allowed (allowed: fused | kokkos_kernels); did you mean 'fused'?"},
+       "deck.yaml:5:11: train.kernel: 'fusd' is not allowed (allowed: fused | kokkos_kernels | team | auto); did you mean 'fused'?"},
       {"train:\n  kernel: [fused]\n", "deck.yaml:5:11: train.kernel: expected a string, got '[fused]'"},
       {"train: 5\n", "deck.yaml:4:8: train: expected a map of keys, got '5'"},
       {"train:\n  optimizer: sgd\n", "deck.yaml:5:14: train.optimizer: expected a map of keys, got 'sgd'"},
@@ -499,7 +500,7 @@ TEST(ConfigResolved, EveryDefaultInSchemaOrder) {
     "mesh": {"axes": {"data": 2, "model": 2}},
     "problem": {"samples": 4096, "features": 8, "bias": true, "noise": 0.0, "seed": 42,
                 "weight_scale": 1.0, "source": "synthetic"},
-    "train": {"steps": 200, "batch": 1024, "accumulation": 1, "kernel": "fused",
+    "train": {"steps": 200, "batch": 1024, "accumulation": 1, "kernel": "auto",
               "optimizer": {"name": "adam", "lr": 0.05, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
               "max_seconds": 0.0},
     "precision": {"compute": "fp32", "params": "fp32", "comm": "fp32", "loss_scale": "none",
@@ -516,6 +517,25 @@ TEST(ConfigResolved, EveryDefaultInSchemaOrder) {
   EXPECT_EQ(load(head).resolved["train"]["optimizer"].dump(), R"({"name":"sgd","lr":0.05})");
   EXPECT_EQ(load(head + "train: {optimizer: {name: momentum}}\n").resolved["train"]["optimizer"].dump(),
             R"({"name":"momentum","lr":0.05,"momentum":0.9})");
+}
+
+// train.kernel auto (the default) becomes the backend's kernel in the Config and the resolved
+// deck (fused on this host build, team on a GPU one); an explicit value stays.
+TEST(ResolvedDeck, KernelAutoNamesTheBackendsKernel) {
+  const std::string head = "mesh: {axes: {data: -1}}\nproblem: {samples: 4096, features: 8}\n";
+  const std::string backend = kpmap::host_execution_v ? "fused" : "team";
+  for (const char* deck : {"", "train: {kernel: auto}\n"}) {
+    kpmap::Config c = load(head + deck);
+    kpmap::resolve_gradient_kernel(c);
+    EXPECT_EQ(c.train.kernel, backend) << deck;
+    EXPECT_EQ(c.resolved["train"]["kernel"], backend) << deck;
+    EXPECT_EQ(kpmap::train_spec(c).kernel, kpmap::parse_gradient_kernel(backend)) << deck;
+  }
+  for (const std::string kernel : {"fused", "kokkos_kernels", "team"}) {
+    kpmap::Config c = load(head + "train: {kernel: " + kernel + "}\n");
+    kpmap::resolve_gradient_kernel(c);
+    EXPECT_EQ(c.resolved["train"]["kernel"], kernel);
+  }
 }
 
 TEST(ConfigResolved, IsAValidDeckThatResolvesToItself) {

@@ -67,7 +67,7 @@ std::vector<double> least_squares(const kpmap::SyntheticProblem& p) {
 
 TEST(Convergence, NoiseFreeProblemRecoversTrueWeights) {
   const Mesh self(MPI_COMM_SELF, {{"data", 1}});
-  for (auto kernel : {kpmap::GradientKernel::fused, kpmap::GradientKernel::kokkos_kernels}) {
+  for (auto kernel : {kpmap::GradientKernel::fused, kpmap::GradientKernel::kokkos_kernels, kpmap::GradientKernel::team}) {
     TrainSpec spec = full_batch_spec(0.0);
     spec.kernel = kernel;
     const auto r = kpmap::train(spec, self);

@@ -162,12 +162,14 @@ TEST(MemoryEstimate, CoversTheTrainersAllocations) {
         Case{Dtype::fp32, Dtype::fp64, Dtype::fp32, "adam", CommStrategy::reduce_scatter, K::fused, true},
         Case{Dtype::bf16, Dtype::fp32, Dtype::bf16, "adam", CommStrategy::reduce_scatter, K::fused, false},
         Case{Dtype::fp16, Dtype::fp32, Dtype::fp16, "momentum", CommStrategy::allreduce, K::kokkos_kernels,
-             false}}) {
+             false},
+        Case{Dtype::fp32, Dtype::fp32, Dtype::fp32, "sgd", CommStrategy::allreduce, K::team, false},
+        Case{Dtype::bf16, Dtype::fp32, Dtype::bf16, "adam", CommStrategy::reduce_scatter, K::team, true}}) {
     TrainSpec spec = small(c.compute, c.params, c.comm, c.optimizer, c.strategy);
     spec.kernel = c.kernel;
     spec.comm_spec.overlap = c.overlap;
     const std::string what = to_string(c.compute) + "/" + to_string(c.params) + "/" + to_string(c.comm) +
-                             " " + c.optimizer + (c.overlap ? " overlap" : "");
+                             " " + c.optimizer + " " + to_string(c.kernel) + (c.overlap ? " overlap" : "");
     const Mesh mesh = one_rank();
     const MemoryEstimate e = kpmap::estimate_memory(spec, mesh);
     live.clear();

@@ -1,4 +1,4 @@
-// The model layer: both gradient paths against a serial double reference, finite differences,
+// The model layer: the three gradient paths against a serial double reference, finite differences,
 // the model-parallel split, accumulation, and convergence of plain gradient descent; 16-bit
 // storage with float accumulation (LinearModel<bf16, float>, <fp16, float>).
 #include <gtest/gtest.h>
@@ -21,7 +21,7 @@ namespace {
 using kpmap::GradientKernel;
 using kpmap::View1;
 
-constexpr GradientKernel kernels[] = {GradientKernel::fused, GradientKernel::kokkos_kernels};
+constexpr GradientKernel kernels[] = {GradientKernel::fused, GradientKernel::kokkos_kernels, GradientKernel::team};
 
 using kpmap::test::device_vector;
 using kpmap::test::hashed;
@@ -96,7 +96,7 @@ void check_against_reference(long long n, long long F, bool bias) {
   }
 }
 
-TEST(Gradient, BothPathsMatchSerialReference) {
+TEST(Gradient, EveryPathMatchesSerialReference) {
   const std::pair<long long, long long> shapes[] = {{1, 1}, {7, 3}, {33, 5}, {64, 17}, {101, 9}, {250, 33}, {97, 70}};
   for (auto [n, F] : shapes) {
     check_against_reference<double, Kokkos::LayoutRight>(n, F, true);
@@ -242,6 +242,8 @@ TEST(Gradient, ShapeMismatchIsShapeError) {
   View1<double> y("y", 4), w("w", 2), b("b", 1), gw("gw", 3), gb("gb", 1);
   EXPECT_THROW(model.fused(exec, X, y, w, b, gw, gb), kpmap::ShapeError);
   EXPECT_EQ(kpmap::parse_gradient_kernel("kokkos_kernels"), GradientKernel::kokkos_kernels);
+  EXPECT_EQ(kpmap::parse_gradient_kernel("team"), GradientKernel::team);
+  for (GradientKernel kernel : kernels) EXPECT_EQ(kpmap::parse_gradient_kernel(to_string(kernel)), kernel);
   EXPECT_THROW(kpmap::parse_gradient_kernel("cublas"), kpmap::InputError);
 }
 

@@ -1,5 +1,5 @@
 // The two-pass gradient (LinearModel::residual / residual_from_z + gradient_columns per column
-// window) against the one-pass fused() / backward(): with the fused kernel bitwise, for every
+// window) against the one-pass fused() / backward(): with the fused and team kernels bitwise, for every
 // partition of the columns into windows, with and without bias, onto non-zero gradients and over
 // two micro-batches; with kokkos_kernels, loss and grad_b bitwise and grad_w to rounding (see
 // KokkosKernelsWindowsMatch). Run at one thread by ctest (test_model_split) and at two
@@ -160,12 +160,14 @@ Results<T, Acc, Layout> run_both(const Case<T, Acc, Layout>& c, GradientKernel k
 template <class T, class Acc, class Layout>
 void check_fused_bitwise(long long n, long long F, bool bias) {
   const Case<T, Acc, Layout> c(n, F, bias);
-  for (bool from_z : {false, true}) {
-    for (const auto& [what, windows] : partitions(F)) {
-      const auto res = run_both(c, GradientKernel::fused, from_z, windows);
-      const std::string name = c.name(GradientKernel::fused) + (from_z ? " backward vs residual_from_z, " : " fused vs residual, ") + what;
-      EXPECT_TRUE(same_bits(res.one_pass, res.two_pass)) << name << " (grad_w then grad_b)";
-      EXPECT_TRUE(same_bits(res.loss_one, res.loss_two)) << name << " (loss)";
+  for (GradientKernel kernel : {GradientKernel::fused, GradientKernel::team}) {
+    for (bool from_z : {false, true}) {
+      for (const auto& [what, windows] : partitions(F)) {
+        const auto res = run_both(c, kernel, from_z, windows);
+        const std::string name = c.name(kernel) + (from_z ? " backward vs residual_from_z, " : " fused vs residual, ") + what;
+        EXPECT_TRUE(same_bits(res.one_pass, res.two_pass)) << name << " (grad_w then grad_b)";
+        EXPECT_TRUE(same_bits(res.loss_one, res.loss_two)) << name << " (loss)";
+      }
     }
   }
 }
@@ -177,8 +179,10 @@ void check_fused_bitwise_all() {
   for (long long F : feature_counts) {
     for (bool bias : {true, false}) check_fused_bitwise<T, Acc, Kokkos::LayoutRight>(203, F, bias);
   }
-  // More work items per thread, and the layout the fused kernel reads with View indexing.
+  // More work items per thread (and several row chunks per team), and the layout the fused
+  // kernel reads with View indexing.
   check_fused_bitwise<T, Acc, Kokkos::LayoutRight>(1003, 37, true);
+  check_fused_bitwise<T, Acc, Kokkos::LayoutRight>(40000, 3, true);
   check_fused_bitwise<T, Acc, Kokkos::LayoutLeft>(203, 37, true);
 }
 
@@ -350,7 +354,7 @@ TEST(ModelSplit, KokkosKernelsReusesTheWideCopyOfX) {
 
 TEST(ModelSplit, ShapeErrors) {
   kpmap::execution_space exec;
-  for (GradientKernel kernel : {GradientKernel::fused, GradientKernel::kokkos_kernels}) {
+  for (GradientKernel kernel : {GradientKernel::fused, GradientKernel::kokkos_kernels, GradientKernel::team}) {
     kpmap::LinearModel<double> model(kernel);
     Kokkos::View<double**, Kokkos::LayoutLeft, kpmap::device_type> X("X", 4, 3);
     View1<double> y("y", 4), w("w", 3), b("b", 1), r("r", 4), r5("r5", 5), gb("gb", 1), gb2("gb2", 2), g2("g2", 2),

@@ -79,6 +79,7 @@ int load_deck(const RunOptions& options, MPI_Comm world, const std::function<voi
 int run(const RunOptions& options, MPI_Comm world) {
   const auto check = [](Config& c) {
     resolve_data_source(c);  // a data file's shape, read on every rank
+    resolve_gradient_kernel(c);
     // The trainer's spec also reads the environment (a test-only switch): built here once, so a
     // bad value is agreed on like a bad deck.
     if (c.mode == Mode::train) {

@@ -240,6 +240,12 @@ std::optional<CommModel> train_comm_model(const Config& config) {
   return model;
 }
 
+void resolve_gradient_kernel(Config& config) {
+  if (config.train.kernel != "auto") return;
+  config.train.kernel = to_string(default_gradient_kernel());
+  if (config.resolved.contains("train")) config.resolved["train"]["kernel"] = config.train.kernel;
+}
+
 TrainSpec train_spec(const Config& config) {
   const auto& p = config.problem;
   const auto& t = config.train;

@@ -11,6 +11,10 @@
 
 namespace kpmap {
 
+// train.kernel auto (the default) -> the backend's default_gradient_kernel(), in the Config and
+// in its resolved deck, so that reports name the kernel that ran.
+void resolve_gradient_kernel(Config& config);
+
 // The trainer's view of the deck.
 TrainSpec train_spec(const Config& config);
 

@@ -49,7 +49,9 @@ struct TrainConfig {
   long long steps = 200;
   long long batch = 1024;      // global rows per step
   long long accumulation = 1;  // micro-batches per step, each batch / accumulation rows
-  std::string kernel = "fused";  // fused | kokkos_kernels (kpmap::GradientKernel in the model layer)
+  // fused | kokkos_kernels | team (kpmap::GradientKernel) | auto: the backend's default, which the
+  // app layer resolves (resolve_gradient_kernel: fused on host backends, team on GPUs)
+  std::string kernel = "auto";
   OptimizerConfig optimizer;
   double max_seconds = 0;  // > 0: after this many seconds, checkpoint and stop (needs checkpoint.path)
 };

@@ -282,7 +282,7 @@ TrainConfig parse_train(Section& s) {
                                " (micro-batches are batch / accumulation rows; allowed: a divisor of " +
                                std::to_string(t.batch) + ")");
   }
-  t.kernel = s.choice("kernel", t.kernel, {"fused", "kokkos_kernels"});
+  t.kernel = s.choice("kernel", t.kernel, {"fused", "kokkos_kernels", "team", "auto"});
   Section optimizer = s.section("optimizer");
   t.optimizer = parse_optimizer(optimizer);
   t.max_seconds = s.number("max_seconds", t.max_seconds, non_negative);

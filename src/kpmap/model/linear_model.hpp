@@ -1,5 +1,5 @@
-// Linear regression: forward, loss and gradient of the squared error, with two interchangeable
-// implementations (GradientKernel) that agree to rounding.
+// Linear regression: forward, loss and gradient of the squared error, with three interchangeable
+// implementations (GradientKernel, model/gradient_kernel.hpp) that agree to rounding.
 //
 // Everything returned or accumulated is an UNNORMALISED sum over the rows given, so that the
 // train loop can split a batch over ranks (data axis), features (model axis) and micro-batches
@@ -31,7 +31,9 @@
 //   double loss_sum = model.residual_from_z(exec, X_rows, z, y_rows, r, grad_b);  // after psum(z)
 //   for each window [c0, c0 + width) of [0, F_local):
 //     model.gradient_columns(exec, X_rows, r, c0, subview(grad_w, [c0, c0 + width)));
-// r is a View1<Acc> of one slot per row. With GradientKernel::fused on a host backend (Serial, or
+// r is a View1<Acc> of one slot per row. With GradientKernel::team the passes split the one-pass
+// team kernel's work in the same way (same teams, rows and order of every sum), so they are
+// bitwise fused() / backward() on any backend. With GradientKernel::fused on a host backend (Serial, or
 // OpenMP with a fixed thread count) the result is bitwise the one of fused() (residual) or
 // backward() (residual_from_z), for any partition of [0, F_local) into windows, also when
 // accumulating into non-zero gradients: the passes run the one-pass kernel's arithmetic
@@ -61,17 +63,13 @@
 #include "kpmap/core/types.hpp"
 #include "kpmap/model/blas_kernels.hpp"
 #include "kpmap/model/fused_kernels.hpp"
+#include "kpmap/model/gradient_kernel.hpp"
+#include "kpmap/model/team_kernels.hpp"
 
 namespace kpmap {
 
-enum class GradientKernel { fused, kokkos_kernels };
-
-std::string to_string(GradientKernel kernel);
-// Throws InputError naming train.kernel and the allowed values.
-GradientKernel parse_gradient_kernel(const std::string& name);
-
 // The layout of X each path reads fastest (measured in docs/performance.md): rows contiguous for
-// the fused kernel, columns contiguous for Kokkos Kernels (its BLAS TPL needs LayoutLeft).
+// the fused and team kernels, columns contiguous for Kokkos Kernels (its BLAS TPL needs LayoutLeft).
 template <GradientKernel K>
 using preferred_layout_t =
     std::conditional_t<K == GradientKernel::kokkos_kernels, Kokkos::LayoutLeft, Kokkos::LayoutRight>;
@@ -107,6 +105,9 @@ class LinearModel {
     if (kernel_ == GradientKernel::fused) {
       model_detail::rows_times_w<Acc>(exec, X, w, b, z);
       exec.fence();
+    } else if (kernel_ == GradientKernel::team) {
+      model_detail::team_forward<Acc>(exec, X, w, b, z);
+      exec.fence();
     } else {
       exec.fence();
       model_detail::blas_forward<C, Acc>(blas_x(X), blas_w(w), b, z, work(rows_, X.extent(0), "kpmap::model::rows"));
@@ -125,6 +126,12 @@ class LinearModel {
       model_detail::reduce_rows<model_detail::FromZ, Acc>(exec, X, y, grad_w, grad_b, z, s);
       return model_detail::add_gradient(exec, s, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>);
     }
+    if (kernel_ == GradientKernel::team) {
+      const View1<Acc> s = sums(X.extent(1));
+      model_detail::team_reduce<model_detail::FromZ, Acc, model_detail::Part::all>(
+          exec, X, y, grad_w, grad_b, z, z, 0, 0, team_work(X.extent(0), X.extent(1)), s);
+      return model_detail::add_gradient(exec, s, grad_w, grad_b, false);
+    }
     exec.fence();
     const View1<C> r = work(rows_, X.extent(0), "kpmap::model::residual");
     model_detail::blas_residual_from_z(z, y, r);
@@ -142,6 +149,12 @@ class LinearModel {
       const View1<Acc> s = sums(X.extent(1));
       model_detail::reduce_rows<model_detail::Fused, Acc>(exec, X, y, w, b, y, s);
       return model_detail::add_gradient(exec, s, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>);
+    }
+    if (kernel_ == GradientKernel::team) {
+      const View1<Acc> s = sums(X.extent(1));
+      model_detail::team_reduce<model_detail::Fused, Acc, model_detail::Part::all>(
+          exec, X, y, w, b, y, y, 0, 0, team_work(X.extent(0), X.extent(1)), s);
+      return model_detail::add_gradient(exec, s, grad_w, grad_b, false);
     }
     exec.fence();
     const View1<C> r = work(rows_, X.extent(0), "kpmap::model::residual");
@@ -170,6 +183,12 @@ class LinearModel {
       model_detail::reduce_part<model_detail::Fused, Acc, model_detail::Part::residual>(exec, X, y, w, b, y, r, 0, 0, s);
       return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false);
     }
+    if (kernel_ == GradientKernel::team) {
+      const View1<Acc> s = sums(0);
+      model_detail::team_reduce<model_detail::Fused, Acc, model_detail::Part::residual>(
+          exec, X, y, w, b, y, r, 0, 0, team_work(X.extent(0), 0), s);
+      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false);
+    }
     exec.fence();
     const View1<C> rc = blas_r(r);
     model_detail::blas_residual(blas_x(X), blas_w(w), b, y, rc);
@@ -195,6 +214,12 @@ class LinearModel {
     if (kernel_ == GradientKernel::fused) {
       const View1<Acc> s = sums(0);
       model_detail::reduce_part<model_detail::FromZ, Acc, model_detail::Part::residual>(exec, X, y, r, grad_b, z, r, 0, 0, s);
+      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false);
+    }
+    if (kernel_ == GradientKernel::team) {
+      const View1<Acc> s = sums(0);
+      model_detail::team_reduce<model_detail::FromZ, Acc, model_detail::Part::residual>(
+          exec, X, y, r, grad_b, z, r, 0, 0, team_work(n, 0), s);
       return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false);
     }
     exec.fence();
@@ -231,6 +256,13 @@ class LinearModel {
       model_detail::add_gradient(exec, s, grad_w, View1<Acc>(), model_detail::pair_order_v<Acc, XView>);
       return;
     }
+    if (kernel_ == GradientKernel::team) {
+      const View1<Acc> s = sums(static_cast<std::size_t>(width));
+      model_detail::team_reduce<model_detail::FromZ, Acc, model_detail::Part::columns>(
+          exec, X, r, r, r, r, r, c0, width, team_work(X.extent(0), static_cast<std::size_t>(width)), s);
+      model_detail::add_gradient(exec, s, grad_w, View1<Acc>(), false);
+      return;
+    }
     exec.fence();
     const auto window = Kokkos::make_pair(c0, c0 + width);
     // r in the type BLAS computes in: r itself, or a copy (exact: C is the narrower type).
@@ -262,7 +294,8 @@ class LinearModel {
 
   // Bytes of the workspace this model holds (for the report's memory field).
   std::size_t workspace_bytes() const {
-    return (sums_.span() + wide_x_.span() + wide_w_.span()) * sizeof(Acc) + (rows_.span() + cols_.span()) * sizeof(C);
+    return (sums_.span() + partial_.span() + wide_x_.span() + wide_w_.span()) * sizeof(Acc) +
+           (rows_.span() + cols_.span()) * sizeof(C);
   }
 
  private:
@@ -323,6 +356,11 @@ class LinearModel {
 
   // The reduction's result for `features` gradient sums (Part in model/fused_kernels.hpp).
   View1<Acc> sums(std::size_t features) { return work(sums_, features + 2, "kpmap::model::sums"); }
+  // The team kernel's per-team partial sums of `features` columns over `rows` rows.
+  View1<Acc> team_work(std::size_t rows, std::size_t features) {
+    const auto teams = static_cast<std::size_t>(model_detail::team_count(static_cast<long long>(rows)));
+    return work(partial_, teams * (features + 2), "kpmap::model::team_partials");
+  }
   // The first n elements of a BLAS workspace, grown when too small.
   template <class E>
   static View1<E> work(View1<E>& buffer, std::size_t n, const char* label) {
@@ -350,6 +388,7 @@ class LinearModel {
 
   GradientKernel kernel_;
   View1<Acc> sums_;
+  View1<Acc> partial_;  // team: the per-team partial sums
   View1<C> rows_, cols_;      // BLAS workspaces: a residual (rows) and a gradient in C (columns)
   View1<Acc> wide_x_, wide_w_;  // 16-bit storage only: the Acc copies of X and w
   XKey wide_key_;               // the X wide_x_ holds a copy of (empty: none, or a window only)

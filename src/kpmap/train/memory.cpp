@@ -1,5 +1,7 @@
 #include "kpmap/train/memory.hpp"
 
+#include <algorithm>
+
 #include "kpmap/core/half.hpp"
 #include "kpmap/train/step_comm.hpp"
 
@@ -42,8 +44,8 @@ MemoryEstimate estimate(const TrainSpec& spec, const Mesh& mesh) {
 
   // stats (n + 2 slots); the mean gradient in M unless it is the head of stats; the partial
   // products of a micro-batch (model axis); the residuals of a step (overlap); the wire; the
-  // model's workspace: the fused kernel's features + 2 sums, or the BLAS path's residual of a
-  // micro-batch and gradient of its columns (in Acc).
+  // model's workspace: the fused and team kernels' features + 2 sums, or the BLAS path's residual
+  // of a micro-batch and gradient of its columns (in Acc).
   e.gradients = static_cast<std::size_t>(n + 2) * acc;
   if (comm.sharded() || m != acc) e.gradients += static_cast<std::size_t>(shard) * m;
   if (model_size > 1) e.gradients += static_cast<std::size_t>(micro_rows) * acc;
@@ -51,6 +53,14 @@ MemoryEstimate estimate(const TrainSpec& spec, const Mesh& mesh) {
   e.gradients += comm.wire_bytes();
   const bool blas = spec.kernel == GradientKernel::kokkos_kernels;
   e.gradients += static_cast<std::size_t>(blas ? micro_rows + F : F + 2) * acc;
+  // team: a row of F + 2 partial sums per team of a micro-batch (model/team_kernels.hpp; the
+  // micro-batches have micro_rows or one row fewer); with comm.bucket_bytes the windows are
+  // narrower and this is an upper bound.
+  if (spec.kernel == GradientKernel::team) {
+    const long long teams =
+        std::max(model_detail::team_count(micro_rows), model_detail::team_count(rows / spec.accumulation));
+    e.gradients += static_cast<std::size_t>(teams * (F + 2)) * acc;
+  }
   // kokkos_kernels with 16-bit storage reads float copies of a micro-batch's X and of w.
   if (blas && spec.compute != Dtype::fp32 && spec.compute != Dtype::fp64) {
     e.gradients += static_cast<std::size_t>(micro_rows * F + F) * sizeof(float);

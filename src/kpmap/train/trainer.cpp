@@ -642,10 +642,11 @@ TrainResult run(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_
 template <class S, class M>
 TrainResult run_with_kernel(const TrainSpec& spec, const Mesh& mesh, const StepCallback& on_step,
                             const TrainControl& control) {
-  if (spec.kernel == GradientKernel::fused) {
-    return run<S, M, preferred_layout_t<GradientKernel::fused>>(spec, mesh, on_step, control);
+  if (spec.kernel == GradientKernel::kokkos_kernels) {
+    return run<S, M, preferred_layout_t<GradientKernel::kokkos_kernels>>(spec, mesh, on_step, control);
   }
-  return run<S, M, preferred_layout_t<GradientKernel::kokkos_kernels>>(spec, mesh, on_step, control);
+  static_assert(std::is_same_v<preferred_layout_t<GradientKernel::fused>, preferred_layout_t<GradientKernel::team>>);
+  return run<S, M, preferred_layout_t<GradientKernel::fused>>(spec, mesh, on_step, control);
 }
 
 template <class S>

@@ -97,7 +97,7 @@ struct TrainSpec {
   long long steps = 1;
   long long batch = 1;         // global rows per step
   long long accumulation = 1;  // micro-batches per step
-  GradientKernel kernel = GradientKernel::fused;
+  GradientKernel kernel = default_gradient_kernel();
   OptimizerSpec optimizer;
   Dtype compute = Dtype::fp32;  // X, y and the weights the kernels read (sums in >= fp32)
   Dtype params = Dtype::fp32;   // master weights and optimizer state: fp64 | fp32, >= compute

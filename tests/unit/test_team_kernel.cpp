@@ -1,0 +1,254 @@
+// The team gradient kernel (model/team_kernels.hpp) at the widths that broke the fused kernel's
+// per-thread reducer on GPUs: F = 1, 3, 17, 1000 and 65536, row counts not multiples of its
+// 32-row chunks, and more rows than its 1024 teams hold in one chunk each; every storage type
+// (fp64, fp32, bf16 and fp16 with float sums) and every entry point (fused, forward_partial +
+// backward on a 2-block model split, residual / residual_from_z + gradient_columns windows).
+//
+// The data are small integers (x in {0, 1}, w in {-1, 0, 1}, y in [-8, 8], b = 3), exact in every
+// storage type, with every partial sum below 2^24: the residuals and gradients are then exact
+// in float whatever the order of the sums, so they must equal an integer serial reference
+// (plain loops in int64) exactly, and so must the fused kernel's. A sum rounded to 16 bits, a
+// lost row or a wrong column cannot hide. The loss (sum of r^2, up to 2^39) is compared within
+// the rounding of n float adds.
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kpmap/core/half.hpp"
+#include "kpmap/model/linear_model.hpp"
+#include "model_common.hpp"
+
+namespace {
+
+using kpmap::GradientKernel;
+using kpmap::View1;
+using kpmap::test::to_host;
+
+std::uint64_t mix(std::uint64_t a) {  // splitmix64
+  a += 0x9e3779b97f4a7c15ull;
+  a = (a ^ (a >> 30)) * 0xbf58476d1ce4e5b9ull;
+  a = (a ^ (a >> 27)) * 0x94d049bb133111ebull;
+  return a ^ (a >> 31);
+}
+
+struct Data {
+  long long n, F;
+  bool bias;
+  std::vector<int> x, w, y;  // x row-major
+  int b = 3;
+};
+
+Data make_data(long long n, long long F, bool bias) {
+  Data d{n, F, bias, {}, {}, {}};
+  d.x.resize(static_cast<std::size_t>(n * F));
+  for (std::size_t k = 0; k < d.x.size(); ++k) d.x[k] = static_cast<int>(mix(k) % 2);
+  const int weights[4] = {-1, 0, 1, 1};  // mean 1/4: residuals grow with F
+  for (long long j = 0; j < F; ++j) d.w.push_back(weights[mix(1000003 * j + 7) % 4]);
+  for (long long i = 0; i < n; ++i) d.y.push_back(static_cast<int>(mix(7000001 * i + 3) % 17) - 8);
+  if (!bias) d.b = 0;
+  return d;
+}
+
+// The serial reference, in integers: r_i, z_i = x_i . w + b, sum_i r_i x_ij, sum r, sum r^2.
+struct Reference {
+  std::vector<long long> r, z, gw;
+  long long gb = 0, loss = 0;
+};
+
+Reference reference(const Data& d) {
+  Reference ref;
+  ref.gw.assign(static_cast<std::size_t>(d.F), 0);
+  for (long long i = 0; i < d.n; ++i) {
+    long long z = d.b;
+    for (long long j = 0; j < d.F; ++j) z += static_cast<long long>(d.x[i * d.F + j]) * d.w[j];
+    const long long r = z - d.y[i];
+    ref.z.push_back(z);
+    ref.r.push_back(r);
+    ref.gb += r;
+    ref.loss += r * r;
+    for (long long j = 0; j < d.F; ++j) ref.gw[j] += r * d.x[i * d.F + j];
+  }
+  return ref;
+}
+
+template <class T, class Layout>
+Kokkos::View<T**, Layout, kpmap::device_type> matrix(const Data& d, long long c0, long long c1) {
+  Kokkos::View<T**, Layout, kpmap::device_type> X("X", d.n, c1 - c0);
+  auto h = Kokkos::create_mirror_view(X);
+  for (long long i = 0; i < d.n; ++i) {
+    for (long long j = c0; j < c1; ++j) h(i, j - c0) = static_cast<T>(static_cast<double>(d.x[i * d.F + j]));
+  }
+  Kokkos::deep_copy(X, h);
+  return X;
+}
+
+template <class E>
+View1<E> vector_of(const std::vector<int>& v, long long c0, long long c1) {
+  std::vector<double> values(v.begin() + c0, v.begin() + c1);
+  return kpmap::test::device_vector<E>(values);
+}
+
+constexpr double start = 1;  // the gradients' starting value (the model adds onto it)
+
+template <class T, class Acc, class Layout>
+struct Check {
+  const Data& d;
+  const Reference& ref;
+  std::string what;
+
+  // grad_w, grad_b = start + 2 * the reference sums, exactly; the loss to n float roundings.
+  void gradient(const View1<Acc>& grads, double loss, const std::string& path) const {
+    const auto h = to_host(grads);
+    long long wrong = 0, first = -1;
+    for (long long j = 0; j < d.F; ++j) {
+      if (static_cast<double>(h(j)) != start + 2.0 * static_cast<double>(ref.gw[j])) {
+        if (wrong++ == 0) first = j;
+      }
+    }
+    EXPECT_EQ(wrong, 0) << what << path << ": first wrong column " << first << " of " << d.F << ": "
+                        << (first >= 0 ? static_cast<double>(h(first)) : 0.0) << " vs "
+                        << (first >= 0 ? start + 2.0 * static_cast<double>(ref.gw[first]) : 0.0);
+    if (d.bias) {
+      EXPECT_EQ(static_cast<double>(h(d.F)), start + 2.0 * static_cast<double>(ref.gb)) << what << path;
+    }
+    const double eps = std::is_same_v<Acc, double> ? 0x1.0p-53 : 0x1.0p-24;
+    const double exact = static_cast<double>(ref.loss);
+    EXPECT_NEAR(loss, exact, static_cast<double>(d.n + 1) * eps * exact) << what << path << " loss";
+  }
+
+  View1<Acc> grads() const {
+    return kpmap::test::device_vector<Acc>(
+        std::vector<double>(static_cast<std::size_t>(d.F + (d.bias ? 1 : 0)), start));
+  }
+  View1<T> params() const {
+    std::vector<int> theta = d.w;
+    if (d.bias) theta.push_back(d.b);
+    return vector_of<T>(theta, 0, static_cast<long long>(theta.size()));
+  }
+
+  void run(GradientKernel kernel) const {
+    kpmap::execution_space exec;
+    const long long F = d.F;
+    const auto X = matrix<T, Layout>(d, 0, F);
+    const View1<T> y = vector_of<T>(d.y, 0, d.n), params = this->params();
+    const auto [w, b] = kpmap::split_params(params, F);
+    kpmap::LinearModel<T, Acc> model(kernel);
+    const std::string k = " " + to_string(kernel) + " ";
+
+    {  // one model rank, one pass
+      const View1<Acc> g = grads();
+      const auto [gw, gb] = kpmap::split_params(g, F);
+      gradient(g, model.fused(exec, X, y, w, b, gw, gb), k + "fused()");
+    }
+    // Model-parallel: two column blocks, z summed on the host (the psum over `model`).
+    const long long half = F / 2;
+    const long long blocks[3] = {0, half, F};
+    std::vector<double> z(static_cast<std::size_t>(d.n), 0.0);
+    for (int m = 0; m < 2; ++m) {
+      const View1<Acc> zm("z", d.n);
+      const View1<T> wm = vector_of<T>(d.w, blocks[m], blocks[m + 1]);
+      model.forward_partial(exec, matrix<T, Layout>(d, blocks[m], blocks[m + 1]), wm,
+                            m == 0 ? b : Kokkos::subview(b, Kokkos::make_pair(0LL, 0LL)), zm);
+      const auto h = to_host(zm);
+      for (long long i = 0; i < d.n; ++i) z[i] += static_cast<double>(h(i));
+    }
+    long long z_wrong = 0;
+    for (long long i = 0; i < d.n; ++i) z_wrong += z[i] != static_cast<double>(ref.z[i]);
+    EXPECT_EQ(z_wrong, 0) << what << k << "forward_partial";
+    const View1<Acc> zv = kpmap::test::device_vector<Acc>(z);
+    {
+      const View1<Acc> g = grads();
+      const auto [gw, gb] = kpmap::split_params(g, F);
+      double loss = 0;
+      for (int m = 0; m < 2; ++m) {
+        const auto gwm = Kokkos::subview(gw, Kokkos::make_pair(blocks[m], blocks[m + 1]));
+        const auto gbm =
+            Kokkos::subview(gb, Kokkos::make_pair(0LL, m == 0 ? static_cast<long long>(gb.extent(0)) : 0LL));
+        loss = model.backward(exec, matrix<T, Layout>(d, blocks[m], blocks[m + 1]), zv, y, gwm, gbm);
+      }
+      gradient(g, loss, k + "forward_partial + backward");
+    }
+    // Two passes: residuals, then three column windows, last first.
+    for (bool from_z : {false, true}) {
+      const View1<Acc> g = grads();
+      const auto [gw, gb] = kpmap::split_params(g, F);
+      const View1<Acc> r("r", d.n);
+      const double loss =
+          from_z ? model.residual_from_z(exec, X, zv, y, r, gb) : model.residual(exec, X, y, w, b, r, gb);
+      const auto rh = to_host(r);
+      long long r_wrong = 0;
+      for (long long i = 0; i < d.n; ++i)
+        r_wrong += static_cast<double>(rh(i)) != static_cast<double>(ref.r[i]);
+      EXPECT_EQ(r_wrong, 0) << what << k << (from_z ? "residual_from_z" : "residual");
+      const long long cuts[4] = {0, F / 3, F / 3 + F / 4, F};
+      for (int c = 2; c >= 0; --c) {
+        model.gradient_columns(exec, X, r, cuts[c],
+                               Kokkos::subview(gw, Kokkos::make_pair(cuts[c], cuts[c + 1])));
+      }
+      gradient(g, loss, k + (from_z ? "residual_from_z + gradient_columns" : "residual + gradient_columns"));
+    }
+  }
+};
+
+template <class T, class Acc, class Layout = Kokkos::LayoutRight>
+void check(long long n, long long F, bool bias) {
+  const Data d = make_data(n, F, bias);
+  const Reference ref = reference(d);
+  const std::string what = std::string(std::is_same_v<T, double>        ? "fp64"
+                                       : std::is_same_v<T, float>       ? "fp32"
+                                       : std::is_same_v<T, kpmap::bf16> ? "bf16"
+                                                                        : "fp16") +
+                           (std::is_same_v<Layout, Kokkos::LayoutRight> ? " LayoutRight" : " LayoutLeft") +
+                           " n " + std::to_string(n) + " F " + std::to_string(F) +
+                           (bias ? " bias" : " no bias");
+  // Not vacuous: at the large widths some gradient (1 + 2 sum, odd) needs more significant bits
+  // than bf16 (8) or fp16 (11) have, so a sum kept in 16 bits would show.
+  long long largest = 0;
+  for (long long g : ref.gw) largest = std::max(largest, g < 0 ? -g : g);
+  if (F >= 1000 && n >= 33) {
+    EXPECT_GT(largest, 1024) << what;
+  }
+  const Check<T, Acc, Layout> c{d, ref, what};
+  c.run(GradientKernel::team);
+  c.run(GradientKernel::fused);  // the same exact values from the other kernel
+}
+
+template <class T, class Acc>
+void check_widths() {
+  for (long long F : {1LL, 3LL, 17LL, 1000LL}) {
+    for (long long n : {1LL, 5LL, 33LL, 70LL}) check<T, Acc>(n, F, true);
+    check<T, Acc>(33, F, false);
+  }
+  check<T, Acc>(3, 65536, true);
+  check<T, Acc>(37, 65536, true);
+  // 1024 teams of 33 or 32 rows: two chunks for most teams, the last team shorter.
+  check<T, Acc>(33000, 3, true);
+  check<T, Acc, Kokkos::LayoutLeft>(70, 17, true);  // View indexing instead of row pointers
+}
+
+TEST(TeamKernel, ExactAtEveryWidthFp64) { check_widths<double, double>(); }
+TEST(TeamKernel, ExactAtEveryWidthFp32) { check_widths<float, float>(); }
+TEST(TeamKernel, ExactAtEveryWidthBf16) { check_widths<kpmap::bf16, float>(); }
+TEST(TeamKernel, ExactAtEveryWidthFp16) { check_widths<kpmap::fp16, float>(); }
+
+// The split of the work: at most 1024 teams and one per 32 rows (the partial buffer holds at most
+// one row of sums per 32 rows of X), every row in exactly one team, every team with a row, one
+// chunk of at most 32 rows per team until 1024 teams are not enough.
+TEST(TeamKernel, TeamsCoverTheRows) {
+  for (long long n : {0LL, 1LL, 31LL, 32LL, 33LL, 1000LL, 32768LL, 32769LL, 100000LL, 3000000LL}) {
+    const long long teams = kpmap::model_detail::team_count(n), rows = kpmap::model_detail::team_rows(n);
+    EXPECT_LE(teams, 1024) << n;
+    EXPECT_LE(teams * 32, n + 31) << n;
+    if (n == 0) continue;
+    EXPECT_GE(teams * rows, n) << n;        // every row has a team
+    EXPECT_LT((teams - 1) * rows, n) << n;  // and every team has a row
+    if (n <= 32 * 1024) {
+      EXPECT_LE(rows, 32) << n;
+    }
+  }
+}
+
+}  // namespace
