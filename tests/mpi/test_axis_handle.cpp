@@ -3,33 +3,11 @@
 // same results from every collective, and no heap allocation when resolving names or calling
 // psum on a contiguous host View (global operator new counted).
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <string>
 #include <vector>
 
+#include "support/count_new.hpp"
 #include "test_collectives_common.hpp"
-
-namespace {
-std::atomic<long> allocations{0};
-}  // namespace
-
-// GCC flags free() on what operator new returned; here both sides are malloc/free.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-// (nvcc makes a replacement operator new host and device: the counting is host-only.)
-void* operator new(std::size_t n) {
-  void* p = std::malloc(n ? n : 1);
-#if !defined(__CUDA_ARCH__)
-  ++allocations;
-  if (p == nullptr) throw std::bad_alloc();
-#endif
-  return p;
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -148,13 +126,13 @@ TEST(AxisHandle, ResolvingAndPsumAllocateNothing) {
   const kpmap::Axis ax = mesh.axis(data);
   kpmap::psum(ax, v, v);  // the first call may set up MPI's or Kokkos' own state
   kpmap::psum(mesh, data, s, s);
-  const long before = allocations.load();
+  const long before = kpmap::test::heap_allocations.load();
   const kpmap::Axis resolved = mesh.axis(both);
   kpmap::psum(ax, v, v);
   kpmap::psum(ax, s, s);
   kpmap::psum(mesh, data, v, v);
   kpmap::psum(mesh, both, s, s);
-  EXPECT_EQ(allocations.load() - before, 0);
+  EXPECT_EQ(kpmap::test::heap_allocations.load() - before, 0);
   EXPECT_EQ(resolved.size(), world_size());
 }
 

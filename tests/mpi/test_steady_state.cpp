@@ -4,17 +4,14 @@
 // only those that launch no kernel, since a Kokkos 4 kernel launch allocates); and a
 // training run allocates no Kokkos memory after its first step, for every strategy, kernel,
 // type mix, bucketing, overlap, accumulation and mesh the ranks allow.
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <string>
 #include <vector>
 
+#include "support/count_new.hpp"
 #include "test_collectives_common.hpp"
 #include "train_common.hpp"
 
 namespace {
-std::atomic<long> heap_allocations{0};
 long kokkos_allocations = 0;
 
 void on_allocate(Kokkos_Profiling_SpaceHandle, const char*, const void*, std::uint64_t) {
@@ -26,25 +23,7 @@ struct CountKokkosAllocations {
   CountKokkosAllocations() { Kokkos::Tools::Experimental::set_allocate_data_callback(on_allocate); }
   ~CountKokkosAllocations() { Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr); }
 };
-}  // namespace
 
-// GCC flags free() on what operator new returned; here both sides are malloc/free.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-// (nvcc makes a replacement operator new host and device: the counting is host-only.)
-void* operator new(std::size_t n) {
-  void* p = std::malloc(n ? n : 1);
-#if !defined(__CUDA_ARCH__)
-  ++heap_allocations;
-  if (p == nullptr) throw std::bad_alloc();
-#endif
-  return p;
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-
-namespace {
 
 using namespace kct;
 
@@ -120,14 +99,14 @@ TEST(SteadyState, RepeatedCollectivesAllocateNothing) {
   r.blocking();  // the first calls fill the pools (and set up MPI's own state)
   r.nonblocking();
   r.without_kernels();
-  const long heap_before = heap_allocations.load();
+  const long heap_before = kpmap::test::heap_allocations.load();
   for (int i = 0; i < 3; ++i) r.without_kernels();
-  EXPECT_EQ(heap_allocations.load() - heap_before, 0) << "heap allocations in 3 rounds of collectives";
+  EXPECT_EQ(kpmap::test::heap_allocations.load() - heap_before, 0) << "heap allocations in 3 rounds of collectives";
 #if KOKKOS_VERSION < 40000
   // Kokkos 3 launches kernels without allocating: then no collective allocates heap memory.
-  const long heap_kernels = heap_allocations.load();
+  const long heap_kernels = kpmap::test::heap_allocations.load();
   for (int i = 0; i < 3; ++i) r.blocking();
-  EXPECT_EQ(heap_allocations.load() - heap_kernels, 0)
+  EXPECT_EQ(kpmap::test::heap_allocations.load() - heap_kernels, 0)
       << "heap allocations in 3 rounds of blocking collectives";
 #endif
   CountKokkosAllocations counting;

@@ -59,10 +59,6 @@ template <class MemorySpace, bool HostOnly = false>
 using mpi_space_t =
     std::conditional_t<mpi_accessible_v<MemorySpace, HostOnly>, MemorySpace, staging_space>;
 
-// The execution space that runs kernels on a buffer in MemorySpace by default.
-template <class MemorySpace>
-using exec_space_t = typename Kokkos::View<int*, MemorySpace>::execution_space;
-
 // The instance a collective without one uses: the default instance of the Views' execution space.
 template <class V>
 using default_exec_t = typename V::execution_space;

@@ -38,18 +38,9 @@ template <class MemorySpace>
 inline constexpr bool host_accessible_v =
     Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible;
 
-// Kokkos::fence() with no allocation per call: from Kokkos 3.5 every fence takes a name, and the
-// default one is a std::string built at each call (longer than the small-string buffer).
-inline void fence_all() {
-#if KOKKOS_VERSION >= 30500
-  static const std::string name = "kpmap::fence";
-  Kokkos::fence(name);
-#else
-  Kokkos::fence();
-#endif
-}
-
-// exec.fence() likewise: waits for the work submitted to this instance only.
+// exec.fence() with no allocation per call: from Kokkos 3.5 every fence takes a name, and the
+// default one is a std::string built at each call (longer than the small-string buffer). Waits
+// for the work submitted to this instance only.
 template <class Exec>
 void fence_instance(const Exec& exec) {
 #if KOKKOS_VERSION >= 30500
