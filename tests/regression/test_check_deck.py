@@ -6,12 +6,12 @@ import copy
 import glob
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKER = os.path.join(HERE, "check_deck.py")
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from doctored import doctored, run_on_reports  # noqa: E402
 
 
 def load(name):
@@ -21,27 +21,14 @@ def load(name):
 
 def run_checker(report, reference):
     """check_deck.py --report --reference (no command), as ctest runs it; returns (rc, output)."""
-    with tempfile.TemporaryDirectory() as d:
-        paths = []
-        for name, doc in (("report.json", report), ("reference.json", reference)):
-            paths.append(os.path.join(d, name))
-            with open(paths[-1], "w") as f:
-                json.dump(doc, f)
-        r = subprocess.run([sys.executable, CHECKER, "--report", paths[0], "--reference", paths[1]],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-        return r.returncode, r.stdout
+    return run_on_reports(lambda paths: [CHECKER, "--report", paths[0], "--reference", paths[1]],
+                          [("report.json", report), ("reference.json", reference)])
 
 
 def made_up(precision, losses):
     """A report with only what compare() reads, for histories no stored deck produces."""
     return {"config": {"precision": precision}, "history": [{"step": i, "loss": x} for i, x in enumerate(losses)],
             "final_loss": losses[-1], "weights_rel_error": 1e-6}
-
-
-def doctored(reference, change):
-    report = copy.deepcopy(reference)
-    change(report)
-    return report
 
 
 def stall(report, value=5e-6):

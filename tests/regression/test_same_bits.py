@@ -6,37 +6,21 @@ entry, final_loss or weights_rel_error one ulp off or absent, a flipped skipped 
 pass or fail each as stated, a failure naming the entry that differs; the relative tolerance
 faults/resume.py uses across meshes is checked on the module directly. Prints one line per case
 and 'N passed, M failed'; exits 1 on any failure."""
-import copy
 import json
 import math
 import os
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAME_BITS = os.path.join(HERE, "same_bits.py")
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from doctored import doctored, run_on_reports  # noqa: E402
 from histories import differences  # noqa: E402
 
 
 def run_same_bits(first, second):
     """same_bits.py FIRST SECOND, as ctest runs it; returns (rc, output)."""
-    with tempfile.TemporaryDirectory() as d:
-        paths = []
-        for name, doc in (("first.json", first), ("second.json", second)):
-            paths.append(os.path.join(d, name))
-            with open(paths[-1], "w") as f:
-                json.dump(doc, f)
-        r = subprocess.run([sys.executable, SAME_BITS] + paths, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           universal_newlines=True)
-        return r.returncode, r.stdout
-
-
-def doctored(reference, change):
-    report = copy.deepcopy(reference)
-    change(report)
-    return report
+    return run_on_reports(lambda paths: [SAME_BITS] + paths, [("first.json", first), ("second.json", second)])
 
 
 def ulp_up(x):
