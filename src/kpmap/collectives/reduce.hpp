@@ -71,7 +71,9 @@ auto plan_reduce(const char* name, bool mean, const Exec& exec, const Axis& axis
     return Plan{comm, n, count, type, mpi_reduce, mean, std::nullopt,
                 Staged<Exec, Out, host_only>(exec, out, Use::read_write)};
   }
-  return Plan{comm, n, count, type, mpi_reduce, mean, Staged<Exec, In, host_only>(exec, in, Use::read),
+  // Built in place: no Staged is moved (each move would pass its scratch buffers along).
+  return Plan{comm, n, count, type, mpi_reduce, mean,
+              std::optional<Staged<Exec, In, host_only>>(std::in_place, exec, in, Use::read),
               Staged<Exec, Out, host_only>(exec, out, Use::write)};
 }
 

@@ -86,10 +86,12 @@ class Scratch {
   Scratch& operator=(Scratch&& other) noexcept {
     if (this != &other) {
       give_back();
-      buffer_ = std::move(other.buffer_);
-      view_ = std::move(other.view_);
-      other.buffer_ = {};
-      other.view_ = {};
+      if (other.buffer_.data() != nullptr) {
+        buffer_ = std::move(other.buffer_);
+        view_ = std::move(other.view_);
+        other.buffer_ = {};
+        other.view_ = {};
+      }
     }
     return *this;
   }
@@ -101,7 +103,8 @@ class Scratch {
 
  private:
   void give_back() {
-    if (buffer_.data() != nullptr) BufferPool<MemorySpace>::get().release(std::move(buffer_));
+    if (buffer_.data() == nullptr) return;  // empty: most calls (contiguous Views need no scratch)
+    BufferPool<MemorySpace>::get().release(std::move(buffer_));
     buffer_ = {};
     view_ = {};
   }
