@@ -12,7 +12,7 @@ say() { printf '[kpmap setup] %s\n' "$*" >&2; }
 
 DEB_PACKAGES=(cmake make g++ pkg-config mpich libmpich-dev libyaml-cpp-dev libgtest-dev
   nlohmann-json3-dev libcli11-dev libbenchmark-dev libopenblas-dev dpkg-dev python3 python3-matplotlib
-  iproute2 clang libclang-rt-14-dev libhdf5-mpich-dev hdf5-tools)
+  iproute2 clang libclang-rt-14-dev libhdf5-mpich-dev hdf5-tools valgrind)
 
 KOKKOS_VERSION=3.4.01
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/kpmap"
