@@ -3,19 +3,26 @@
 // problem several times the last-level cache.
 //
 //   OMP_NUM_THREADS=2 OMP_PROC_BIND=spread OMP_PLACES=threads build/default/tests/perf/bench_gradient
-//   [--x_mib=1024] [--features=256] [benchmark flags]
+//   [--x_mib=1024] [--features=256[,N...]] [--keep_x] [benchmark flags]
+//
+// Every benchmark is registered once per width in --features (its name ends in /<features>), so
+// one run with --benchmark_enable_random_interleaving=true interleaves the stream read and the
+// kernels at every width. --keep_x keeps every X built alive (x_mib per type, layout and width)
+// instead of building one at a time, so that interleaving does not rebuild X at every switch.
 //
 // Counters: GBps = 1e9 bytes of X per second (X only: y, w and the gradient are ~1/F of it);
 // of_stream = GBps / the stream_read GBps measured on the same View in the same run.
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kpmap/core/half.hpp"
 #include "kpmap/data/shard.hpp"
@@ -23,28 +30,33 @@
 
 namespace {
 
-long long x_mib = 1024;    // size of X per benchmark; lscpu: 300 MiB L3 on the reference machine
-long long features = 256;  // columns of X
+long long x_mib = 1024;                    // size of X per benchmark; lscpu: 300 MiB L3 on the reference machine
+std::vector<long long> feature_list{256};  // columns of X, one set of benchmarks per width
+bool keep_x = false;
 
-// One X at a time is alive (1 GiB each), built on first use for a (type, layout); building one
-// frees the previous one.
-std::function<void()> free_previous;
+// X is built on first use for a (type, layout, width). Without --keep_x one X at a time is alive
+// (1 GiB each): building one frees the previous one.
+std::vector<std::function<void()>> free_shards;
 
 template <class T, class Layout>
-const kpmap::Shard<T, Layout>& shard() {
-  static std::unique_ptr<kpmap::Shard<T, Layout>> cached;
-  if (!cached) {
-    if (free_previous) free_previous();
-    free_previous = [] { cached.reset(); };
+const kpmap::Shard<T, Layout>& shard(long long features) {
+  static std::map<long long, std::unique_ptr<kpmap::Shard<T, Layout>>> cached;
+  auto& s = cached[features];
+  if (!s) {
+    if (!keep_x) {
+      for (auto& free_one : free_shards) free_one();
+      free_shards.clear();
+    }
+    free_shards.push_back([features] { cached.erase(features); });
     const long long rows = x_mib * 1024 * 1024 / (features * static_cast<long long>(sizeof(T)));
     const kpmap::SyntheticProblem p{rows, features, true, 0.1, 2024};
-    cached = std::make_unique<kpmap::Shard<T, Layout>>(
+    s = std::make_unique<kpmap::Shard<T, Layout>>(
         kpmap::make_shard<T, Layout>(kpmap::execution_space(), p, kpmap::make_batch_plan(rows, rows, 0, 1), {0, features}));
   }
-  return *cached;
+  return *s;
 }
 
-std::map<std::string, double> stream_gbps;  // by "type/layout"
+std::map<std::string, double> stream_gbps;  // by "type/layout/features"
 
 // The word the stream read adds: the element itself for fp64 and fp32; for 16-bit types a
 // 32-bit word holding two elements, loaded with memcpy (a plain load, well-defined for any
@@ -126,9 +138,14 @@ double set_counters(benchmark::State& state, double bytes, double seconds, const
   return gbps;
 }
 
+template <class Layout>
+std::string key(const std::string& type, long long features) {
+  return type + "/" + layout_name<Layout>() + "/" + std::to_string(features);
+}
+
 template <class T, class Layout>
-void stream_read(benchmark::State& state) {
-  const auto& s = shard<T, Layout>();
+void stream_read(benchmark::State& state, long long features) {
+  const auto& s = shard<T, Layout>(features);
   using Word = typename StreamSum<T>::Word;
   StreamSum<T> f;
   f.x = s.X.data();
@@ -145,13 +162,12 @@ void stream_read(benchmark::State& state) {
     seconds += timer.seconds();
     benchmark::DoNotOptimize(sums);
   }
-  const std::string key = type_name<T>() + "/" + layout_name<Layout>();
-  stream_gbps[key] = set_counters(state, static_cast<double>(f.words) * sizeof(Word), seconds);
+  stream_gbps[key<Layout>(type_name<T>(), features)] = set_counters(state, static_cast<double>(f.words) * sizeof(Word), seconds);
 }
 
 template <class T, class Layout, kpmap::GradientKernel K>
-void gradient(benchmark::State& state) {
-  const auto& s = shard<T, Layout>();
+void gradient(benchmark::State& state, long long features) {
+  const auto& s = shard<T, Layout>(features);
   kpmap::execution_space exec;
   kpmap::LinearModel<T, acc_t<T>> model(K);
   kpmap::View1<T> params("params", features + 1);
@@ -169,35 +185,49 @@ void gradient(benchmark::State& state) {
     benchmark::DoNotOptimize(loss);
   }
   state.SetLabel(std::to_string(s.X.extent(0)) + " x " + std::to_string(features));
-  set_counters(state, static_cast<double>(s.X.span() * sizeof(T)), seconds,
-               type_name<T>() + "/" + layout_name<Layout>());
+  set_counters(state, static_cast<double>(s.X.span() * sizeof(T)), seconds, key<Layout>(type_name<T>(), features));
 }
 
 template <class T, class Layout>
 void register_layout(bool with_rows, bool with_blas) {
   using kpmap::GradientKernel;
-  const std::string suffix = "/" + type_name<T>() + "/" + layout_name<Layout>();
-  // Registration order is run order: stream first, so of_stream can refer to it.
-  benchmark::RegisterBenchmark(("stream_read" + suffix).c_str(), stream_read<T, Layout>)->UseRealTime();
-  if (with_rows) {  // the kernels that read LayoutRight rows
-    benchmark::RegisterBenchmark(("fused" + suffix).c_str(), gradient<T, Layout, GradientKernel::fused>)->UseRealTime();
-    benchmark::RegisterBenchmark(("team" + suffix).c_str(), gradient<T, Layout, GradientKernel::team>)->UseRealTime();
-  }
-  if (with_blas) {
-    benchmark::RegisterBenchmark(("kokkos_kernels" + suffix).c_str(),
-                                 gradient<T, Layout, GradientKernel::kokkos_kernels>)
-        ->UseRealTime();
+  for (const long long features : feature_list) {
+    const std::string suffix = "/" + key<Layout>(type_name<T>(), features);
+    const auto add = [&](const std::string& name, void (*run)(benchmark::State&, long long)) {
+      benchmark::RegisterBenchmark((name + suffix).c_str(), [run, features](benchmark::State& state) {
+        run(state, features);
+      })->UseRealTime();
+    };
+    // Registration order is run order: stream first, so of_stream can refer to it.
+    add("stream_read", stream_read<T, Layout>);
+    if (with_rows) {  // the kernels that read LayoutRight rows
+      add("fused", gradient<T, Layout, GradientKernel::fused>);
+      add("team", gradient<T, Layout, GradientKernel::team>);
+    }
+    if (with_blas) add("kokkos_kernels", gradient<T, Layout, GradientKernel::kokkos_kernels>);
   }
 }
 
-// Consumes --x_mib=N and --features=N, leaves the rest to Google Benchmark.
+// Consumes --x_mib=N, --features=N[,N...] and --keep_x, leaves the rest to Google Benchmark.
 void parse_own_flags(int& argc, char** argv) {
   int out = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--x_mib=", 8) == 0) {
       x_mib = std::atoll(argv[i] + 8);
     } else if (std::strncmp(argv[i], "--features=", 11) == 0) {
-      features = std::atoll(argv[i] + 11);
+      feature_list.clear();
+      for (const char* p = argv[i] + 11; *p != '\0';) {
+        char* end = nullptr;
+        feature_list.push_back(std::strtoll(p, &end, 10));
+        if (end == p || feature_list.back() < 1 || (*end != ',' && *end != '\0')) {
+          std::fprintf(stderr, "bench_gradient: --features: '%s' is not a list of positive integers (e.g. 16,64,256)\n",
+                       argv[i] + 11);
+          std::exit(2);
+        }
+        p = *end == ',' ? end + 1 : end;
+      }
+    } else if (std::strcmp(argv[i], "--keep_x") == 0) {
+      keep_x = true;
     } else {
       argv[out++] = argv[i];
     }
@@ -222,7 +252,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("kokkos_threads", std::to_string(kpmap::execution_space().concurrency()));
   benchmark::AddCustomContext("x_mib", std::to_string(x_mib));
   benchmark::RunSpecifiedBenchmarks();
-  if (free_previous) free_previous();  // before Kokkos finalizes
+  for (auto& free_one : free_shards) free_one();  // before Kokkos finalizes
+  free_shards.clear();
   benchmark::Shutdown();
   return 0;
 }

@@ -10,10 +10,15 @@
 // (plain loops in int64) exactly, and so must the fused kernel's. A sum rounded to 16 bits, a
 // lost row or a wrong column cannot hide. The loss (sum of r^2, up to 2^39) is compared within
 // the rounding of n float adds.
+//
+// The same checks cover the fused kernel's compile-time row lengths (8, 16, 32, 64 features in
+// fp32 and fp64, model/fused_kernels.hpp reduce_part) and the widths around them, and a test on
+// real-valued data asserts that each specialisation gives bitwise the generic kernel's sums.
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -233,6 +238,69 @@ TEST(TeamKernel, ExactAtEveryWidthFp64) { check_widths<double, double>(); }
 TEST(TeamKernel, ExactAtEveryWidthFp32) { check_widths<float, float>(); }
 TEST(TeamKernel, ExactAtEveryWidthBf16) { check_widths<kpmap::bf16, float>(); }
 TEST(TeamKernel, ExactAtEveryWidthFp16) { check_widths<kpmap::fp16, float>(); }
+
+// The fused kernel at its compile-time row lengths and one either side: fused() and backward() on
+// a 2-block split (whose blocks are specialised too at twice a specialised width) run the
+// specialisations, the residual + column-window passes the generic code; all exact.
+template <class T>
+void check_fused_widths() {
+  for (long long F : {7LL, 8LL, 9LL, 15LL, 16LL, 17LL, 31LL, 32LL, 33LL, 63LL, 64LL, 65LL, 128LL}) {
+    for (long long n : {1LL, 8LL, 13LL, 70LL}) {
+      const Data d = make_data(n, F, n != 13);
+      const Reference ref = reference(d);
+      const std::string what = std::string(std::is_same_v<T, double> ? "fp64" : "fp32") + " n " + std::to_string(n) +
+                               " F " + std::to_string(F);
+      Check<T, T, Kokkos::LayoutRight>{d, ref, what}.run(GradientKernel::fused);
+    }
+  }
+}
+
+TEST(FusedKernel, ExactAtTheCompileTimeWidthsFp64) { check_fused_widths<double>(); }
+TEST(FusedKernel, ExactAtTheCompileTimeWidthsFp32) { check_fused_widths<float>(); }
+
+// Each compile-time row length gives bitwise the sums of the generic kernel (fixed_f = 0) on
+// real-valued data, for both residual forms (x.w + b - y and z - y): the specialisation only
+// unrolls, it does not reorder a sum.
+template <class T>
+void check_fixed_width_is_generic() {
+  namespace md = kpmap::model_detail;
+  kpmap::execution_space exec;
+  for (long long F : {8LL, 16LL, 32LL, 64LL}) {
+    for (long long n : {5LL, 8LL, 77LL, 1000LL}) {
+      std::vector<double> xs = kpmap::test::hashed(static_cast<std::size_t>(n * F), 3);
+      Kokkos::View<T**, Kokkos::LayoutRight, kpmap::device_type> X("X", n, F);
+      auto h = Kokkos::create_mirror_view(X);
+      for (long long i = 0; i < n; ++i) {
+        for (long long j = 0; j < F; ++j) h(i, j) = static_cast<T>(xs[i * F + j]);
+      }
+      Kokkos::deep_copy(X, h);
+      const View1<T> y = kpmap::test::device_vector<T>(kpmap::test::hashed(n, 4));
+      const View1<T> z = kpmap::test::device_vector<T>(kpmap::test::hashed(n, 5));
+      const View1<T> params = kpmap::test::device_vector<T>(kpmap::test::hashed(F + 1, 6));
+      const auto [w, b] = kpmap::split_params(params, F);
+      const View1<T> fixed("fixed", F + 2), generic("generic", F + 2);
+      const std::string what = std::string(std::is_same_v<T, double> ? "fp64" : "fp32") + " n " + std::to_string(n) +
+                               " F " + std::to_string(F);
+      const auto expect_same = [&](const char* form) {
+        const auto a = to_host(fixed), g = to_host(generic);
+        long long differ = 0;
+        for (long long k = 0; k < F + 2; ++k) differ += std::memcmp(&a(k), &g(k), sizeof(T)) != 0;
+        EXPECT_EQ(differ, 0) << what << " " << form;
+      };
+      md::reduce_part<md::Fused, T, md::Part::all>(exec, X, y, w, b, y, y, 0, 0, fixed);
+      md::reduce_part_as<md::Fused, T, md::Part::all, 0>(exec, X, y, w, b, y, y, 0, 0, generic);
+      exec.fence();
+      expect_same("x.w + b - y");
+      md::reduce_part<md::FromZ, T, md::Part::all>(exec, X, y, w, b, z, z, 0, 0, fixed);
+      md::reduce_part_as<md::FromZ, T, md::Part::all, 0>(exec, X, y, w, b, z, z, 0, 0, generic);
+      exec.fence();
+      expect_same("z - y");
+    }
+  }
+}
+
+TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp64) { check_fixed_width_is_generic<double>(); }
+TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp32) { check_fixed_width_is_generic<float>(); }
 
 // The split of the work: at most 1024 teams and one per 32 rows (the partial buffer holds at most
 // one row of sums per 32 rows of X), every row in exactly one team, every team with a row, one

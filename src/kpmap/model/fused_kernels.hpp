@@ -7,14 +7,15 @@
 // a plain dot product runs one dependent add per element. row_dot keeps `lanes` independent
 // partial sums, which the compiler turns into SIMD registers, and the gradient update is a
 // restrict-qualified axpy. A work item takes 8 consecutive rows: with 8-byte elements their dot
-// products read memory in address order, one row after the other (the previous version
-// interleaved 4 rows and ran at 30-65% of this speed in cache); with 4-byte elements the 8 rows
-// are interleaved so that each load of w serves all of them (faster out of cache in fp32, slower
-// in fp64). Then one axpy adds all 8 rows, still in L1 (16 KiB in fp64),
-// so the thread-private gradient is loaded and stored once per 8 rows, while it prefetches the
-// next 8 rows so that memory keeps streaming during the arithmetic. Rows of LayoutRight views
-// take this pointer path; any other layout falls back to View indexing, one row at a time
-// (correct, not tuned). Measured bandwidth and the variants tried: docs/performance.md.
+// products read memory in address order, one row after the other; with 4-byte elements the rows
+// are interleaved 4 at a time so that each load of w serves all of them (faster out of cache in
+// fp32, slower in fp64). Then one axpy adds all 8 rows, still in L1 (16 KiB in fp64 at 256
+// features), so the thread-private gradient is loaded and stored once per 8 rows, while it
+// prefetches the next 8 rows so that memory keeps streaming during the arithmetic. For fp32 and
+// fp64 rows of 8, 16, 32 or 64 features the row length is a compile-time constant (reduce_part),
+// so that these short loops unroll. Rows of LayoutRight views take this pointer path; any other
+// layout falls back to View indexing, one row at a time (correct, not tuned). Measured
+// bandwidth and the variants tried: docs/performance.md.
 //
 // 16-bit storage (T = bf16 or fp16, Acc = float): every element is converted to float where it
 // is used and nothing is rounded to 16 bits. bf16 rows of LayoutRight views take their own loops
@@ -61,14 +62,16 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
 }
 
 // out[q] = sum_j Acc(x[q * stride + j]) * Acc(w[j]) for q < rows: the rows interleaved, so each
-// load of w serves all of them, with 32 bytes of independent partial sums per row. With
-// `prefetch`, the same lines of the rows at `next` are requested meanwhile.
-template <int rows, bool prefetch = false, class Acc, class T, class W>
-KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
-                                      long long n, Acc* out, const T* next = nullptr) {
-  constexpr int lanes = 32 / static_cast<int>(sizeof(Acc));
+// load of w serves all of them, with `lanes` independent partial sums per row, folded as in
+// row_dot. With `prefetch`, the same lines of the rows at `next` are requested meanwhile.
+template <int rows, int lanes, bool prefetch, class Acc, class T, class W>
+KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
+                                            long long n, Acc* out, const T* next) {
   constexpr long long line = 64 / static_cast<long long>(sizeof(T));
-  Acc part[rows][lanes] = {};
+  Acc part[rows][lanes];
+  for (int q = 0; q < rows; ++q) {
+    for (int k = 0; k < lanes; ++k) part[q][k] = 0;
+  }
   long long j = 0;
   for (; j + lanes <= n; j += lanes) {
     if constexpr (prefetch) {
@@ -91,10 +94,27 @@ KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stri
   }
 }
 
-// Which dot a block uses: interleaved rows for 4-byte elements and sums, row by row otherwise.
-// Measured out of cache (docs/performance.md): interleaving is faster in fp32, slower in fp64.
+// Partial sums per row in a block's dot products: 32 bytes for 4-byte elements and sums (measured
+// faster out of cache in fp32, docs/performance.md), row_dot's 64 bytes otherwise.
 template <class Acc, class T>
-inline constexpr bool interleaved_dot_v = sizeof(T) == 4 && sizeof(Acc) == 4;
+inline constexpr int dot_lanes = sizeof(T) == 4 && sizeof(Acc) == 4 ? 8 : simd_lanes<Acc>;
+
+// out[q] = the dot product of row q with w for q < rows. With 32-byte partial sums (fp32) the
+// rows are interleaved 4 at a time: their partial sums fill 8 SSE registers, those of 8 rows
+// would spill to the stack. With 64-byte partial sums (fp64) the rows are read one after the
+// other: interleaving 2 was slower. A row's sum is the same whatever the grouping: its terms,
+// its partial sums and their fold do not depend on the other rows.
+template <int rows, bool prefetch = false, class Acc, class T, class W>
+KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
+                                      long long n, Acc* out, const T* next = nullptr) {
+  constexpr int lanes = dot_lanes<Acc, T>;
+  constexpr int fit = lanes * static_cast<int>(sizeof(Acc)) <= 32 ? 4 : 1;
+  constexpr int group = rows < fit ? rows : fit;
+  static_assert(rows % group == 0, "rows is a multiple of the group");
+  for (int q = 0; q < rows; q += group) {
+    interleaved_dot<group, lanes, prefetch>(x + q * stride, stride, w, n, out + q, prefetch ? next + q * stride : next);
+  }
+}
 
 // g[j] += a * x[j].
 template <class Acc, class T>
@@ -185,7 +205,7 @@ KOKKOS_INLINE_FUNCTION Acc add_product(Acc sum, Acc a, Acc b) {
 // The split is bitwise the one-pass result on host backends, for any partition of the columns
 // into windows, because every part runs the same work items (8 rows each) through the same
 // parallel_reduce, so each thread gets the same items in the same order and the per-thread sums
-// are joined in the same order; r_i is formed by the same code (block_dot / row_dot / pair_dot
+// are joined in the same order; r_i is formed by the same code (block_dot / pair_dot
 // as in the one-pass path), and each column's sum is the same sequence g_j += r_q x_qj, which
 // block_axpy, pair_axpy and row_axpy perform one column at a time (the window only offsets the
 // row pointer; pair order is relative to the window's first column).
@@ -199,7 +219,7 @@ struct Fused {};
 struct FromZ {};
 
 template <class Tag, class Acc, class XView, class YView, class WView, class BView, class ZView,
-          Part part = Part::all, class RView = ZView>
+          Part part = Part::all, class RView = ZView, long long fixed_f = 0>
 struct GradientReduce {
   using value_type = Acc[];
   using size_type = std::size_t;
@@ -220,11 +240,21 @@ struct GradientReduce {
                     std::is_same_v<typename WView::non_const_value_type, bf16>,
                 "bf16 rows are read with bf16 weights (the parameters are stored in the type of X)");
 
+  // The length of a row of X: a compile-time constant in the specialisations for narrow X
+  // (fixed_f > 0, see reduce_part), so that the loops over a row unroll and lose their remainders.
+  KOKKOS_INLINE_FUNCTION long long row_length() const {
+    if constexpr (fixed_f > 0) {
+      return fixed_f;
+    } else {
+      return static_cast<long long>(X.extent(1));
+    }
+  }
+
   // The columns whose gradient sums this part forms: [first_col(), first_col() + cols()).
   KOKKOS_INLINE_FUNCTION long long first_col() const { return part == Part::columns ? c0 : 0; }
   KOKKOS_INLINE_FUNCTION long long cols() const {
     if constexpr (part == Part::all) {
-      return static_cast<long long>(X.extent(1));
+      return row_length();
     } else if constexpr (part == Part::columns) {
       return width;
     } else {
@@ -252,7 +282,7 @@ struct GradientReduce {
   }
 
   KOKKOS_INLINE_FUNCTION void one_row(long long i, value_type acc) const {
-    const long long F = static_cast<long long>(X.extent(1));
+    const long long F = row_length();
     Acc r;
     if constexpr (part == Part::columns) {
       r = res(i);
@@ -286,7 +316,7 @@ struct GradientReduce {
   }
 
   KOKKOS_INLINE_FUNCTION void rows_block(long long i0, value_type acc) const {
-    const long long F = static_cast<long long>(X.extent(1));
+    const long long F = row_length();
     const long long stride = static_cast<long long>(X.stride(0));
     const auto* x = X.data() + i0 * stride;
     using T = typename XView::non_const_value_type;
@@ -298,16 +328,12 @@ struct GradientReduce {
     Acc r[block];
     if constexpr (part == Part::columns) {
       for (int q = 0; q < block; ++q) r[q] = res(i0 + q);
-    } else if constexpr (std::is_same_v<Tag, Fused> && interleaved_dot_v<Acc, T>) {
-      Acc d[block];
-      block_dot<block, dot_prefetch>(x, stride, w.data(), F, d, dot_next);
-      for (int q = 0; q < block; ++q) r[q] = residual_offset(i0 + q) + d[q];
     } else {
-      for (int q = 0; q < block; ++q) {
-        r[q] = residual_offset(i0 + q);
-        if constexpr (std::is_same_v<Tag, Fused>) {
-          r[q] += row_dot<Acc, dot_prefetch>(x + q * stride, w.data(), F, dot_prefetch ? dot_next + q * stride : nullptr);
-        }
+      for (int q = 0; q < block; ++q) r[q] = residual_offset(i0 + q);
+      if constexpr (std::is_same_v<Tag, Fused>) {
+        Acc d[block];
+        block_dot<block, dot_prefetch>(x, stride, w.data(), F, d, dot_next);
+        for (int q = 0; q < block; ++q) r[q] += d[q];
       }
     }
     if constexpr (part != Part::residual) {
@@ -395,12 +421,12 @@ double add_gradient(const execution_space& exec, const View1<Acc>& sums, const G
   return static_cast<double>(loss);
 }
 
-// sums (extent W + 2, see Part) <- the reduction of `part` over all rows of X; res: the
-// residuals (written by residual, read by columns); [c0, c0 + width): the columns' window.
-template <class Tag, class Acc, Part part, class XView, class YView, class WView, class BView, class ZView, class RView>
-void reduce_part(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
-                 const ZView& z, const RView& res, long long c0, long long width, const View1<Acc>& sums) {
-  using functor = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView>;
+// The reduction of `part` over all rows of X by GradientReduce<..., fixed_f>.
+template <class Tag, class Acc, Part part, long long fixed_f, class XView, class YView, class WView, class BView,
+          class ZView, class RView>
+void reduce_part_as(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
+                    const ZView& z, const RView& res, long long c0, long long width, const View1<Acc>& sums) {
+  using functor = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f>;
   const long long W = part == Part::all ? static_cast<long long>(X.extent(1)) : part == Part::columns ? width : 0;
   functor f{static_cast<std::size_t>(W + 2), X, y, w, b, z, res, c0, width};
   const auto items = (static_cast<long long>(X.extent(0)) + functor::block - 1) / functor::block;
@@ -409,6 +435,33 @@ void reduce_part(const execution_space& exec, const XView& X, const YView& y, co
                                                : "kpmap::model::gradient_columns";
   Kokkos::parallel_reduce(label, Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, items), f,
                           sums);
+}
+
+// Whether the one-pass reduction has compile-time row lengths: contiguous fp32 / fp64 rows.
+template <class Acc, class XView>
+inline constexpr bool fixed_widths_v =
+    rows_contiguous_v<XView> && std::is_same_v<Acc, typename XView::non_const_value_type> &&
+    (std::is_same_v<Acc, float> || std::is_same_v<Acc, double>);
+
+// sums (extent W + 2, see Part) <- the reduction of `part` over all rows of X; res: the
+// residuals (written by residual, read by columns); [c0, c0 + width): the columns' window.
+// The one-pass reduction over narrow contiguous fp32 / fp64 rows (8 to 64 features) runs with
+// the row length as a compile-time constant: the same arithmetic in the same order (the result
+// is bitwise the generic one), with the per-row loops unrolled, where the loop control, the
+// remainders and the folds would otherwise cost as much as the row's arithmetic.
+template <class Tag, class Acc, Part part, class XView, class YView, class WView, class BView, class ZView, class RView>
+void reduce_part(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
+                 const ZView& z, const RView& res, long long c0, long long width, const View1<Acc>& sums) {
+  if constexpr (part == Part::all && fixed_widths_v<Acc, XView>) {
+    switch (X.extent(1)) {
+      case 8: return reduce_part_as<Tag, Acc, part, 8>(exec, X, y, w, b, z, res, c0, width, sums);
+      case 16: return reduce_part_as<Tag, Acc, part, 16>(exec, X, y, w, b, z, res, c0, width, sums);
+      case 32: return reduce_part_as<Tag, Acc, part, 32>(exec, X, y, w, b, z, res, c0, width, sums);
+      case 64: return reduce_part_as<Tag, Acc, part, 64>(exec, X, y, w, b, z, res, c0, width, sums);
+      default: break;
+    }
+  }
+  reduce_part_as<Tag, Acc, part, 0>(exec, X, y, w, b, z, res, c0, width, sums);
 }
 
 // sums (extent F + 2) <- the reduction over all rows of X.
