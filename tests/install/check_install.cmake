@@ -103,10 +103,7 @@ endif()
 # Poisoned packages: finding any of them stops the consumer's configuration.
 set(poison ${SCRATCH}/poison)
 set(poisoned)
-foreach(pkg IN LISTS miniapp_deps)
-  if(pkg STREQUAL "HDF5")
-    continue()
-  endif()
+foreach(pkg KokkosKernels yaml-cpp nlohmann_json CLI11)
   file(WRITE ${poison}/${pkg}/${pkg}Config.cmake
     "message(FATAL_ERROR \"poisoned: the consumer looked for ${pkg}\")\n")
   list(APPEND poisoned -D${pkg}_DIR=${poison}/${pkg})
