@@ -1,7 +1,10 @@
-# kpmap_add_test(NAME SOURCES ... [MPI] [NP n ...] [LABELS ...] [TIMEOUT s] [ARGS ...])
+# kpmap_add_test(NAME SOURCES ... [MPI] [COLLECTIVES] [NP n ...] [LABELS ...] [TIMEOUT s] [ARGS ...])
 #   Builds a GoogleTest executable (MPI-aware main: tests/support/mpi_main.cpp) and registers it:
 #   without MPI as one test at np 1 (label unit); with MPI once per rank count in NP
-#   (default 1 2 4, bounded by MPIEXEC_MAX_NUMPROCS) as NAME.npN (label mpi).
+#   (default 1 2 4, bounded by MPIEXEC_MAX_NUMPROCS) as NAME.npN (label mpi). It links
+#   kpmap::kpmap, or with COLLECTIVES kpmap::collectives alone and gets the label collectives too
+#   (unless it has the label perf): `ctest -L collectives` runs them, also when kpmap is built
+#   with KPMAP_BUILD_MINIAPP=OFF.
 # kpmap_add_command_test(NAME NP n COMMAND ... [LABELS ...] [TIMEOUT s] [PASS_REGULAR_EXPRESSION re])
 #   Runs a command (typically the kpmap driver) under mpiexec at one rank count.
 # Every test gets OMP_NUM_THREADS=1 (tests run up to 4 ranks on small machines) and a TIMEOUT.
@@ -46,22 +49,30 @@ function(_kpmap_test_properties name timeout labels)
 endfunction()
 
 function(kpmap_add_test name)
-  cmake_parse_arguments(T "MPI" "TIMEOUT" "SOURCES;NP;LABELS;ARGS" ${ARGN})
+  cmake_parse_arguments(T "MPI;COLLECTIVES" "TIMEOUT" "SOURCES;NP;LABELS;ARGS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 60)
   endif()
   add_executable(${name} ${T_SOURCES})
-  target_link_libraries(${name} PRIVATE kpmap::kpmap kpmap_test_main)
-  if(NOT T_MPI)
-    if(NOT T_LABELS)
+  if(T_COLLECTIVES)
+    target_link_libraries(${name} PRIVATE kpmap::collectives kpmap_test_main)
+  else()
+    target_link_libraries(${name} PRIVATE kpmap::kpmap kpmap_test_main)
+  endif()
+  if(NOT T_LABELS)
+    if(T_MPI)
+      set(T_LABELS mpi)
+    else()
       set(T_LABELS unit)
     endif()
+  endif()
+  if(T_COLLECTIVES AND NOT "perf" IN_LIST T_LABELS)
+    list(APPEND T_LABELS collectives)
+  endif()
+  if(NOT T_MPI)
     add_test(NAME ${name} COMMAND ${name} ${T_ARGS})
     _kpmap_test_properties(${name} ${T_TIMEOUT} "${T_LABELS}")
     return()
-  endif()
-  if(NOT T_LABELS)
-    set(T_LABELS mpi)
   endif()
   if(NOT T_NP)
     set(T_NP 1 2 4)

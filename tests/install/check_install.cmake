@@ -1,4 +1,4 @@
-# Installs the kpmap build tree into SCRATCH/prefix and builds two consumer projects against it:
+# Installs a kpmap build tree into SCRATCH/prefix and builds two consumer projects against it:
 #   consumer/       kpmap::collectives alone. Configured with poisoned yaml-cpp, Kokkos Kernels,
 #                   nlohmann-json, CLI11 and HDF5 packages (a config or find module that stops
 #                   CMake), so finding anything beyond Kokkos and MPI fails; then its link line
@@ -9,6 +9,16 @@
 # Every installed header of the collectives (core, mesh, collectives, the umbrella header) may
 # include only Kokkos, MPI, the standard library and each other. The consumers get the build's
 # compiler and linker flags, so a sanitized kpmap (asan preset) links into sanitized consumers.
+#
+# MINIAPP=OFF: the build tree has kpmap::collectives alone (KPMAP_BUILD_MINIAPP=OFF). Then the
+# install must hold no mini-app library, driver, header or export; asking for the miniapp
+# component must fail with the package config's message, and consumer_full must fail to
+# configure (no kpmap::kpmap).
+# BUILD_SOURCE=DIR: first configure the kpmap source tree DIR in SCRATCH/build with
+# KPMAP_BUILD_MINIAPP=OFF, KPMAP_ENABLE_TESTS=OFF and CMAKE_DISABLE_FIND_PACKAGE_<P> for each
+# mini-app dependency (a required find_package of one fails; CMake must report every switch as
+# unused, so none was called at all), build it, and check that build tree (with MINIAPP=OFF);
+# GENERATOR, CXX_COMPILER and EXECUTION_SPACE are the outer build's.
 file(REMOVE_RECURSE ${SCRATCH})
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -17,6 +27,42 @@ function(run)
     message(FATAL_ERROR "failed (${rc}): ${ARGN}")
   endif()
 endfunction()
+if(NOT DEFINED MINIAPP)
+  set(MINIAPP ON)
+endif()
+set(miniapp_deps KokkosKernels yaml-cpp nlohmann_json CLI11 HDF5)
+
+if(BUILD_SOURCE)
+  set(MINIAPP OFF)
+  set(KPMAP_BUILD_DIR ${SCRATCH}/build)
+  set(disabled)
+  foreach(pkg IN LISTS miniapp_deps)
+    list(APPEND disabled -DCMAKE_DISABLE_FIND_PACKAGE_${pkg}=ON)
+  endforeach()
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${BUILD_SOURCE} -B ${KPMAP_BUILD_DIR} -G ${GENERATOR}
+    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}" -DKokkos_DIR=${KOKKOS_DIR}
+    -DKPMAP_EXECUTION_SPACE=${EXECUTION_SPACE} -DKPMAP_BUILD_MINIAPP=OFF -DKPMAP_ENABLE_TESTS=OFF
+    ${disabled} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  message("${out}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "configuring kpmap with KPMAP_BUILD_MINIAPP=OFF failed (${rc})")
+  endif()
+  # Not even an optional find_package of them: CMake reports each switch as unused.
+  string(FIND "${out}" "not used by the project:" at)
+  set(unused "")
+  if(at GREATER -1)
+    string(SUBSTRING "${out}" ${at} -1 unused)
+  endif()
+  foreach(pkg IN LISTS miniapp_deps)
+    if(NOT unused MATCHES "CMAKE_DISABLE_FIND_PACKAGE_${pkg}\n")
+      message(FATAL_ERROR "KPMAP_BUILD_MINIAPP=OFF read CMAKE_DISABLE_FIND_PACKAGE_${pkg}: "
+        "find_package(${pkg}) was called")
+    endif()
+  endforeach()
+  run(${CMAKE_COMMAND} --build ${KPMAP_BUILD_DIR} --parallel 2)
+endif()
+
 set(prefix ${SCRATCH}/prefix)
 run(${CMAKE_COMMAND} --install ${KPMAP_BUILD_DIR} --prefix ${prefix})
 
@@ -40,6 +86,20 @@ endforeach()
 list(LENGTH headers n_headers)
 message("checked the includes of ${n_headers} installed collectives headers")
 
+if(NOT MINIAPP)
+  # The collectives alone: no mini-app library, driver, header or export.
+  file(GLOB_RECURSE extra RELATIVE ${prefix} ${prefix}/libkpmap.* ${prefix}/kpmapTargets*.cmake
+    ${prefix}/bin/*)
+  foreach(dir app bench config data io model optim report train)
+    if(EXISTS ${prefix}/include/kpmap/${dir})
+      list(APPEND extra include/kpmap/${dir})
+    endif()
+  endforeach()
+  if(extra)
+    message(FATAL_ERROR "a collectives-only install holds a part of the mini-app: ${extra}")
+  endif()
+endif()
+
 # Poisoned packages: finding any of them stops the consumer's configuration.
 set(poison ${SCRATCH}/poison)
 set(poisoned)
@@ -54,11 +114,17 @@ list(APPEND poisoned -DHDF5_DIR=${poison}/HDF5 -DCMAKE_MODULE_PATH=${poison}/mod
 set(common -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
   "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}" -DCMAKE_PREFIX_PATH=${prefix} -DKokkos_DIR=${KOKKOS_DIR})
 
-# The poison works: asking for the mini-app's component fails.
+# The poison works: asking for the mini-app's component fails. Without the mini-app, the package
+# config says so before it looks for any dependency.
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/consumer -B ${SCRATCH}/poison_check
   ${common} ${poisoned} -DKPMAP_COMPONENTS=miniapp RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-if(rc EQUAL 0 OR NOT out MATCHES "poisoned: the consumer looked for")
-  message(FATAL_ERROR "the poisoned packages did not stop a consumer of the miniapp component:\n${out}")
+if(MINIAPP)
+  set(want "poisoned: the consumer looked for")
+else()
+  set(want "KPMAP_BUILD_MINIAPP=OFF:")
+endif()
+if(rc EQUAL 0 OR NOT out MATCHES "${want}")
+  message(FATAL_ERROR "asking for the miniapp component did not fail with '${want}':\n${out}")
 endif()
 
 set(build ${SCRATCH}/collectives)
@@ -81,6 +147,15 @@ endif()
 run(${MPIEXEC} -n 2 ${build}/consumer)
 
 set(build ${SCRATCH}/full)
+if(NOT MINIAPP)
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/consumer_full -B ${build} ${common}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(rc EQUAL 0 OR NOT out MATCHES "kpmap::kpmap")
+    message(FATAL_ERROR "a consumer of kpmap::kpmap configured against a collectives-only install:\n${out}")
+  endif()
+  message("collectives-only install: the consumer of kpmap::kpmap fails to configure, as it must")
+  return()
+endif()
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/consumer_full -B ${build} ${common} -DKokkosKernels_DIR=${KOKKOSKERNELS_DIR})
 run(${CMAKE_COMMAND} --build ${build})
 run(${MPIEXEC} -n 2 ${build}/consumer)

@@ -3,26 +3,31 @@
 
 spack/packages/kpmap/package.py must compile as Python and define, as Spack expects of a package
 directory named kpmap, a class Kpmap(CMakePackage, CudaPackage, ROCmPackage) with:
-- the variants openmp, serial and gpu_aware_mpi (cuda and rocm come from the mixins);
+- the variants openmp, serial, miniapp (default True) and gpu_aware_mpi (cuda and rocm come from
+  the mixins);
 - depends_on kokkos, kokkos-kernels, mpi, hdf5, yaml-cpp, cli11, nlohmann-json, cmake, and googletest
-  of type "test";
+  of type "test"; every depends_on of a mini-app dependency (kokkos-kernels and its backend
+  variants, hdf5, yaml-cpp, cli11, nlohmann-json) with a when= that requires +miniapp;
 - version("main", branch="main") and a version equal to project(kpmap VERSION ...) in
   CMakeLists.txt;
-- cmake_args whose KPMAP_* names are options or cache variables of CMakeLists.txt, whose
-  define_from_variant calls name declared variants, and whose execution spaces are values
+- cmake_args whose KPMAP_* names and define_from_variant options are options or cache variables
+  of CMakeLists.txt, whose define_from_variant calls name declared variants (among them
+  define_from_variant("KPMAP_BUILD_MINIAPP", "miniapp")), and whose execution spaces are values
   CMakeLists.txt allows for KPMAP_EXECUTION_SPACE.
 spack/repo.yaml must name a namespace. Doctored copies of the recipe (another base class, a
-missing variant or dependency, a misspelt option, an unknown execution space) must fail the same
-checks. Exit 0 when all hold, 1 otherwise, printing each failure."""
+missing variant or dependency, a misspelt option, an unknown execution space, a mini-app
+dependency without +miniapp, no KPMAP_BUILD_MINIAPP) must fail the same checks. Exit 0 when all hold, 1 otherwise, printing each failure."""
 import ast
 import os
 import re
 import sys
 
 WANT_BASES = ["CMakePackage", "CudaPackage", "ROCmPackage"]
-WANT_VARIANTS = {"openmp", "serial", "gpu_aware_mpi"}
+WANT_VARIANTS = {"openmp", "serial", "miniapp", "gpu_aware_mpi"}
 WANT_DEPENDS = {"kokkos", "kokkos-kernels", "mpi", "hdf5", "yaml-cpp", "cli11", "nlohmann-json", "cmake",
                 "googletest"}
+# Needed by the mini-app only: Spack installs them for kpmap +miniapp alone.
+MINIAPP_DEPENDS = {"kokkos-kernels", "hdf5", "yaml-cpp", "cli11", "nlohmann-json"}
 
 
 def literal_prefix(node):
@@ -76,9 +81,12 @@ def check(source, cmake_text, package_dir="kpmap"):
     if bases != WANT_BASES:
         failures.append(f"class {class_name}: bases {bases}, expected {WANT_BASES}")
 
-    variants = {literal_prefix(c.args[0]) for c in calls(cls, "variant") if c.args}
-    for v in sorted(WANT_VARIANTS - variants):
+    variants = {literal_prefix(c.args[0]): c for c in calls(cls, "variant") if c.args}
+    for v in sorted(WANT_VARIANTS - set(variants)):
         failures.append(f"variant '{v}' missing (variants: {sorted(v for v in variants if v)})")
+    default = keyword(variants["miniapp"], "default") if "miniapp" in variants else None
+    if "miniapp" in variants and not (isinstance(default, ast.Constant) and default.value is True):
+        failures.append("variant 'miniapp' must default to True (as KPMAP_BUILD_MINIAPP does)")
 
     depends = {}
     for c in calls(cls, "depends_on"):
@@ -87,6 +95,10 @@ def check(source, cmake_text, package_dir="kpmap"):
             name = re.match(r"[A-Za-z0-9_-]*", spec).group(0)
             dep_type = keyword(c, "type")
             depends.setdefault(name, set()).add(literal_prefix(dep_type) if dep_type else "default")
+            when = literal_prefix(keyword(c, "when")) if keyword(c, "when") else None
+            if name in MINIAPP_DEPENDS and "+miniapp" not in (when or "").split():
+                failures.append(f"depends_on('{spec}', when={when!r}): a mini-app dependency needs "
+                                f"+miniapp in its when=")
     for d in sorted(WANT_DEPENDS - set(depends)):
         failures.append(f"depends_on('{d}') missing")
     if "test" not in depends.get("googletest", set()):
@@ -105,14 +117,19 @@ def check(source, cmake_text, package_dir="kpmap"):
     args = [f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "cmake_args"]
     if not args:
         return failures + ["no cmake_args method"]
-    for c in list(calls(args[0], "define")) + list(calls(args[0], "define_from_variant")):
+    from_variant = list(calls(args[0], "define_from_variant"))
+    for c in list(calls(args[0], "define")) + from_variant:
         option = literal_prefix(c.args[0]) if c.args else None
-        if option and option.startswith("KPMAP_") and option not in names:
+        if option and (option.startswith("KPMAP_") or c in from_variant) and option not in names:
             failures.append(f"cmake_args: {option} is not an option of CMakeLists.txt ({sorted(names)})")
-    for c in calls(args[0], "define_from_variant"):
+    pairs = set()
+    for c in from_variant:
         variant = literal_prefix(c.args[1]) if len(c.args) > 1 else None
+        pairs.add((literal_prefix(c.args[0]) if c.args else None, variant))
         if variant not in variants:
             failures.append(f"cmake_args: define_from_variant of undeclared variant '{variant}'")
+    if ("KPMAP_BUILD_MINIAPP", "miniapp") not in pairs:
+        failures.append("cmake_args: no define_from_variant('KPMAP_BUILD_MINIAPP', 'miniapp')")
     assigned = [
         n.value.value
         for n in ast.walk(args[0])
@@ -140,7 +157,13 @@ def main(source_dir):
     doctored = {
         "another base class": ("(CMakePackage, CudaPackage, ROCmPackage)", "(CMakePackage, CudaPackage)"),
         "a missing variant": ('variant("serial"', 'variant("sequential"'),
-        "a missing dependency": ('depends_on("yaml-cpp")', 'depends_on("yaml")'),
+        "a missing dependency": ('depends_on("yaml-cpp"', 'depends_on("yaml"'),
+        "a miniapp variant off by default": ('"miniapp",\n        default=True', '"miniapp",\n        default=False'),
+        "an unconditional mini-app dependency": ('depends_on("cli11", when="+miniapp")', 'depends_on("cli11")'),
+        "a Kokkos Kernels backend without +miniapp": ('when="+serial +miniapp"', 'when="+serial"'),
+        "no KPMAP_BUILD_MINIAPP": ('self.define_from_variant("KPMAP_BUILD_MINIAPP", "miniapp"),', ''),
+        "a define_from_variant of a missing option": ('"KPMAP_GPU_AWARE_MPI", "gpu_aware_mpi"',
+                                                      '"GPU_AWARE_MPI", "gpu_aware_mpi"'),
         "a misspelt option": ('"KPMAP_GPU_AWARE_MPI"', '"KPMAP_GPU_AWARE"'),
         "an unknown execution space": ('space = "HIP"', 'space = "Rocm"'),
         "a syntax error": ("def cmake_args(self):", "def cmake_args(self)"),

@@ -1,31 +1,20 @@
 // No allocation in steady state: after their first call, repeated collectives allocate no Kokkos
 // memory (Kokkos Tools' allocation callback), with Views that need packing, block swaps and 16-bit
 // reductions, and the blocking ones no heap memory either (a counting operator new; on Kokkos 4
-// only those that launch no kernel, since a Kokkos 4 kernel launch allocates); and a
-// training run allocates no Kokkos memory after its first step, for every strategy, kernel,
-// type mix, bucketing, overlap, accumulation and mesh the ranks allow.
+// only those that launch no kernel, since a Kokkos 4 kernel launch allocates). The training run's
+// steady state: test_train_steady_state.cpp.
 #include <string>
 #include <vector>
 
+#include "support/count_kokkos_allocations.hpp"
 #include "support/count_new.hpp"
 #include "test_collectives_common.hpp"
-#include "train_common.hpp"
 
 namespace {
-long kokkos_allocations = 0;
-
-void on_allocate(Kokkos_Profiling_SpaceHandle, const char*, const void*, std::uint64_t) {
-  ++kokkos_allocations;
-}
-
-// Counts Kokkos allocations while it lives.
-struct CountKokkosAllocations {
-  CountKokkosAllocations() { Kokkos::Tools::Experimental::set_allocate_data_callback(on_allocate); }
-  ~CountKokkosAllocations() { Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr); }
-};
-
 
 using namespace kct;
+using kpmap::test::CountKokkosAllocations;
+using kpmap::test::kokkos_allocations;
 
 // One round of blocking collectives over `data`, on row-major and column-major Views (packed),
 // gathers and scatters along axis 1 (block swaps), bf16 (a user-defined MPI op), integers
@@ -137,68 +126,6 @@ TEST(SteadyState, PooledBuffersGiveTheSameResults) {
           return static_cast<float>(t / r.n);
         },
         "integer pmean, round " + std::to_string(round));
-  }
-}
-
-// Kokkos allocations per step of a training run: none after the first step.
-struct Case {
-  std::string what;
-  kpmap::Dtype compute, params, comm;
-  const char* optimizer;
-  kpmap::CommStrategy strategy;
-  kpmap::GradientKernel kernel;
-  long long bucket_bytes;
-  bool overlap;
-  long long accumulation;
-  bool reproducible;
-};
-
-TEST(SteadyState, TrainingStepsAllocateNothingAfterTheFirst) {
-  using D = kpmap::Dtype;
-  using S = kpmap::CommStrategy;
-  using K = kpmap::GradientKernel;
-  const std::vector<Case> cases = {
-      {"fp64 sgd allreduce fused", D::fp64, D::fp64, D::fp64, "sgd", S::allreduce, K::fused, 0, false, 1,
-       false},
-      {"fp32 momentum kokkos_kernels accumulation 2", D::fp32, D::fp32, D::fp32, "momentum", S::allreduce,
-       K::kokkos_kernels, 0, false, 2, false},
-      {"bf16/fp32/bf16 adam reduce_scatter", D::bf16, D::fp32, D::bf16, "adam", S::reduce_scatter, K::fused,
-       0, false, 1, false},
-      {"fp32 adam allreduce buckets overlap", D::fp32, D::fp32, D::fp32, "adam", S::allreduce, K::fused, 24,
-       true, 1, false},
-      {"fp16 dynamic scaling", D::fp16, D::fp32, D::fp16, "sgd", S::allreduce, K::fused, 0, false, 1, false},
-      {"fp64 reproducible", D::fp64, D::fp64, D::fp64, "sgd", S::allreduce, K::fused, 0, false, 1, true},
-  };
-  for (const auto& axes : kpmap::test::meshes()) {
-    const kpmap::Mesh mesh(MPI_COMM_WORLD, axes);
-    for (const Case& c : cases) {
-      kpmap::TrainSpec spec;
-      spec.problem = {/*samples*/ 256, /*features*/ 12, /*bias*/ true, /*noise*/ 0.1, /*seed*/ 7};
-      spec.steps = 6;
-      spec.batch = 64;
-      spec.accumulation = c.accumulation;
-      spec.kernel = c.kernel;
-      spec.optimizer.name = c.optimizer;
-      spec.optimizer.lr = 0.05;
-      spec.compute = c.compute;
-      spec.params = c.params;
-      spec.comm = c.comm;
-      spec.comm_spec = {c.strategy, c.bucket_bytes, c.overlap};
-      spec.reproducible = c.reproducible;
-      if (c.compute == D::fp16) {
-        spec.loss_scale.kind = kpmap::LossScaleSpec::Kind::dynamic;
-        spec.loss_scale.scale = 1024;
-        spec.loss_scale.growth_interval = 2;  // the scale changes during the run
-      }
-      std::vector<long> after_step;
-      CountKokkosAllocations counting;
-      kokkos_allocations = 0;
-      kpmap::train(spec, mesh, [&](long long, double) { after_step.push_back(kokkos_allocations); });
-      const std::string what = c.what + " on " + kpmap::test::name(axes);
-      ASSERT_EQ(after_step.size(), 6u) << what;
-      EXPECT_GT(after_step.front(), 0) << what << ": the counter sees the run's own allocations";
-      EXPECT_EQ(after_step.back(), after_step.front()) << what << ": Kokkos allocations in steps 2 to 6";
-    }
   }
 }
 
