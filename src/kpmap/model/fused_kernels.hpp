@@ -15,7 +15,7 @@
 // fp64 rows of 8, 16, 32 or 64 features the row length is a compile-time constant (reduce_part),
 // so that these short loops unroll. Rows of LayoutRight views take this pointer path; any other
 // layout falls back to View indexing, one row at a time (correct, not tuned). Measured
-// bandwidth and the variants tried: docs/performance.md.
+// bandwidth at every width: docs/performance.md.
 //
 // 16-bit storage (T = bf16 or fp16, Acc = float): every element is converted to float where it
 // is used and nothing is rounded to 16 bits. bf16 rows of LayoutRight views take their own loops
@@ -94,8 +94,8 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
   }
 }
 
-// Partial sums per row in a block's dot products: 32 bytes for 4-byte elements and sums (measured
-// faster out of cache in fp32, docs/performance.md), row_dot's 64 bytes otherwise.
+// Partial sums per row in a block's dot products: 32 bytes for 4-byte elements and sums (faster
+// out of cache in fp32), row_dot's 64 bytes otherwise.
 template <class Acc, class T>
 inline constexpr int dot_lanes = sizeof(T) == 4 && sizeof(Acc) == 4 ? 8 : simd_lanes<Acc>;
 
@@ -124,7 +124,7 @@ KOKKOS_INLINE_FUNCTION void row_axpy(Acc* KOKKOS_RESTRICT g, Acc a, const T* KOK
 
 // g[j] += sum_q a[q] * x[q * stride + j]: one load and store of g per `rows` rows. While the
 // rows, already in L1, are added, the same lines of the next `rows` rows (at `next`) are
-// requested, so memory keeps streaming during the arithmetic (measured: docs/performance.md).
+// requested, so memory keeps streaming during the arithmetic.
 template <int rows, class Acc, class T>
 KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, const T* KOKKOS_RESTRICT x,
                                        long long stride, long long n, const T* next) {

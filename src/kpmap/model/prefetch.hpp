@@ -1,4 +1,4 @@
-// The fused kernels' software prefetch (measured in docs/performance.md).
+// The fused kernels' software prefetch (docs/performance.md, "How the fused kernel reads X").
 #pragma once
 
 #include <Kokkos_Core.hpp>
