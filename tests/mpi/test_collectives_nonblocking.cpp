@@ -3,8 +3,9 @@
 // the 16-bit types too (their user-defined MPI ops inside MPI_Iallreduce and
 // MPI_Ireduce_scatter_block); two requests in flight on one axis completed in either order
 // (also a different order on different ranks); a test() loop with kernels running meanwhile;
-// completion by the destructor and by move assignment; wait_all; and the argument errors, which
-// are the blocking forms' and leave nothing started. About 30 collective calls per rank.
+// completion by the destructor and by move assignment; wait_all; Requests holding the caller's
+// Views; and the argument errors, which are the blocking forms' and leave nothing started. About
+// 35 collective calls per rank.
 #include <utility>
 #include <vector>
 
@@ -253,6 +254,43 @@ TEST_F(OneAxis, WaitAll) {
   expect_all(bs, [&](const Index& i) { return sum_over_ranks<double>(n, rank * 2 + i[0]); },
              "ipsum_scatter");
   expect_all(g, [](const Index& i) { return value<double>(i[0], i[1]); }, "iall_gather");
+}
+
+// A Request holds the caller's Views until it is destroyed, since MPI reads and writes their
+// memory directly (contiguous host Views): the caller may drop its own handles before wait().
+// Blocking collectives hold none after they return. 4 calls.
+TEST_F(OneAxis, RequestsHoldTheCallersViews) {
+  auto g = make<RView<double, 2>>({n, 3});
+  auto bs = make<RView<double, 1>>({2});
+  std::vector<kpmap::Request> requests;
+  {
+    auto a = make<RView<double, 1>>({3});
+    auto sum = make<RView<double, 1>>({3});
+    auto b = make<RView<double, 2>>({n, 2});
+    auto c = make<RView<double, 1>>({3});
+    fill_rank(a, rank);
+    fill_rank(b, rank);
+    fill_rank(c, rank);
+    kpmap::psum(mesh, "i", a, sum);
+    EXPECT_EQ(a.use_count(), 1);
+    EXPECT_EQ(sum.use_count(), 1);
+    requests.push_back(kpmap::ipsum(mesh, "i", a, a));
+    requests.push_back(kpmap::ipsum_scatter(mesh, "i", b, bs, 0));
+    requests.push_back(kpmap::iall_gather(mesh, "i", c, g, 0));
+    EXPECT_EQ(a.use_count(), 3) << "ipsum in place: its input and output are the caller's View";
+    EXPECT_EQ(b.use_count(), 2);
+    EXPECT_EQ(c.use_count(), 2);
+  }
+  EXPECT_EQ(bs.use_count(), 2);
+  EXPECT_EQ(g.use_count(), 2);
+  kpmap::wait_all(requests);
+  expect_all(bs, [&](const Index& i) { return sum_over_ranks<double>(n, rank * 2 + i[0]); },
+             "ipsum_scatter of a dropped input");
+  expect_all(g, [](const Index& i) { return value<double>(i[0], i[1]); },
+             "iall_gather of a dropped input");
+  requests.clear();
+  EXPECT_EQ(bs.use_count(), 1);
+  EXPECT_EQ(g.use_count(), 1);
 }
 
 // Wrong arguments throw the blocking form's exception, word for word, before anything is

@@ -2,7 +2,8 @@
 // without one (values computed here from the group's members), for the default instance and a
 // second instance (Serial, where the build has it and the Views are host memory). On Kokkos 4,
 // whose Tools report the instance of every kernel and fence, the collective's kernels run on the
-// instance given and it fences only that instance: never a global fence.
+// instance given and it fences only that instance: never a global fence; where nothing is copied,
+// once.
 #include <set>
 #include <string>
 #include <vector>
@@ -140,6 +141,32 @@ void run_all(const Exec& exec, const std::string& what) {
 }
 
 TEST(ExecSpace, DefaultInstanceGivesTheResults) { run_all(kpmap::execution_space(), "(default instance)"); }
+
+#if KOKKOS_VERSION >= 40000
+// Where MPI uses the Views' memory itself (contiguous host Views), a collective fences its
+// instance once, before MPI: the caller's kernels writing the input are then done, and nothing
+// runs after MPI. pmean fences again after its division kernel.
+TEST(ExecSpace, OneFenceWhereNothingIsCopied) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  using HView = Kokkos::View<double*, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  const kpmap::Mesh mesh(MPI_COMM_WORLD, {{"i", -1}});
+  const kpmap::Axis ax = mesh.axis("i");
+  const Host host;
+  HView x("x", 4), y("y", 4);
+  const auto fences = [&](auto&& call) {
+    call();  // pools and lookups warmed
+    arm();
+    call();
+    disarm();
+    for (std::uint32_t f : fence_ids) EXPECT_EQ(f, Kokkos::Tools::Experimental::device_id(host));
+    return fence_ids.size();
+  };
+  EXPECT_EQ(fences([&] { kpmap::psum(host, ax, x, y); }), 1u) << "psum out of place";
+  EXPECT_EQ(fences([&] { kpmap::psum(host, ax, y, y); }), 1u) << "psum in place";
+  EXPECT_EQ(fences([&] { kpmap::pmean(host, ax, x, y); }), 2u) << "pmean: the division, then a fence";
+  EXPECT_EQ(fences([&] { kpmap::ipsum(host, ax, x, y).wait(); }), 1u) << "ipsum";
+}
+#endif
 
 #if defined(KOKKOS_ENABLE_SERIAL)
 #if KOKKOS_VERSION >= 40000

@@ -1,8 +1,9 @@
 // kpmap::psum (through an Axis handle, and in "paired" also through the axis name) against a
-// raw MPI_Allreduce on the same contiguous host buffer of floats, 8 B to 64 MiB. Every rank runs the same fixed iteration count per size, so all stay in lockstep; an
-// iteration's time is the maximum over ranks (MPI_Allreduce MAX of each rank's MPI_Wtime span),
-// and only rank 0 reports. Sizes alternate between the two variants so drift hits both alike;
-// "paired/<bytes>" interleaves the calls within one loop and reports the overhead directly.
+// raw MPI_Allreduce on the same contiguous host buffer of floats, 8 B to 64 MiB. Every rank runs
+// the same fixed iteration count per size, so all stay in lockstep; an iteration's time is the
+// maximum over ranks (MPI_Allreduce MAX of each rank's MPI_Wtime span), and only rank 0 reports.
+// Sizes alternate between the two variants so drift hits both alike; "paired/<bytes>"
+// interleaves the calls within one loop and reports the overhead directly.
 //   OMP_NUM_THREADS=1 mpiexec -n 2 bench_psum --benchmark_repetitions=9
 //       --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -60,6 +61,12 @@ void kpmap_psum(benchmark::State& state, std::int64_t bytes) {
 // the same buffers, so drift and interference from other processes hit all three alike. Reports
 // the mean time of each (the maximum over ranks of the per-rank means) and kpmap's overhead over
 // MPI in microseconds and percent, for the handle and for the name.
+// psum through a handle as its own function, never inlined into the loop, so that callgrind
+// reports its cost whatever the compiler inlines below it (tests/perf/psum_instructions.py).
+[[gnu::noinline]] void psum_handle(const kpmap::Axis& handle, const Buffer& in, const Buffer& out) {
+  kpmap::psum(handle, in, out);
+}
+
 // "paired_self/<bytes>" does the same over the empty tuple (), a group of one rank: MPI copies
 // locally and no rank waits for another, so the wrapper's own cost shows without the other
 // rank's scheduling noise (on a loaded machine the cross-rank rows vary by microseconds).
@@ -74,7 +81,7 @@ void paired(benchmark::State& state, std::int64_t bytes, const kpmap::AxisNames&
     if (variant == 0) {
       MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm);
     } else if (variant == 1) {
-      kpmap::psum(handle, in, out);
+      psum_handle(handle, in, out);
     } else {
       kpmap::psum(*mesh, axis, in, out);
     }

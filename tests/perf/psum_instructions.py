@@ -16,7 +16,7 @@ import tempfile
 CALLER = "(anonymous namespace)::paired("
 FUNCTIONS = {
     "MPI_Allreduce": re.compile(r"\*\s+\S*:PMPI_Allreduce\b"),
-    "psum": re.compile(r"\*\s+\S*:void kpmap::psum<[^(]*>\(kpmap::Axis const&"),
+    "psum": re.compile(r"\*\s+\S*:\(anonymous namespace\)::psum_handle\("),
 }
 
 

@@ -49,8 +49,8 @@ void all_to_all(const Exec& exec, const Axis& group, const In& in, const Out& ou
 
   using Space = typename Staged<Exec, Out>::memory_space;
   Staged<Exec, In> staged(exec, in, Use::read, aliased(in, out));
-  Staged<Exec, Out> recv(exec, out, Use::write);
-  const auto& space = recv.flat_exec();
+  Staged<Exec, Out> recv(exec, out, Use::write, false, Fence::own_work);
+  const auto& space = recv.flat_exec(exec);
   const Scratch<T, Space> swapped_send(outer_in > 1 ? m : 0), swapped_recv(outer_out > 1 ? m : 0);
   T* send = staged.data();
   if (outer_in > 1) {
@@ -72,7 +72,7 @@ void all_to_all(const Exec& exec, const Axis& group, const In& in, const Out& ou
     });
   }
   if (outer_out > 1) swap_leading(space, swapped_recv.view(), recv.flat(), n, outer_out, chunk / outer_out);
-  recv.finish();
+  recv.finish(exec, outer_out > 1);
 }
 
 // The returning variant: all_to_all keeps the rank in both modes.

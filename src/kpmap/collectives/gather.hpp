@@ -52,9 +52,9 @@ struct GatherPlan {
   Scratch<T, typename Staged<Exec, Out>::memory_space> gathered;  // only when outer > 1
 
   T* recvbuf() const { return outer > 1 ? gathered.view().data() : recv.data(); }
-  void finish() {
-    if (outer > 1) swap_leading(recv.flat_exec(), gathered.view(), recv.flat(), n, outer, m / outer);
-    recv.finish();
+  void finish(const Exec& exec) {
+    if (outer > 1) swap_leading(recv.flat_exec(exec), gathered.view(), recv.flat(), n, outer, m / outer);
+    recv.finish(exec, outer > 1);
   }
 
   // call(sendbuf, sendcount, recvbuf, recvcount, recvtype) once, or once per chunk of the m
@@ -96,7 +96,7 @@ GatherPlan<Exec, In, Out> plan_all_gather(const Exec& exec, const Axis& group, c
                                    mpi_datatype<T>(),
                                    outer,
                                    Staged<Exec, In>(exec, in, Use::read, aliased(in, out)),
-                                   Staged<Exec, Out>(exec, out, Use::write),
+                                   Staged<Exec, Out>(exec, out, Use::write, false, Fence::own_work),
                                    Scratch<T, Space>(outer > 1 ? n * m : 0)};
 }
 
@@ -120,7 +120,7 @@ struct ScatterPlan {
 
   // staged's buffer, or its block-swapped copy
   T* sendbuf() const { return swapped.view().data() ? swapped.view().data() : staged.data(); }
-  void finish() { recv.finish(); }
+  void finish(const Exec& exec) { recv.finish(exec, false); }
 
   // scatter(sendbuf, recvbuf, count) once (MPI_Reduce_scatter_block); or, when the count
   // exceeds the chunk limit, reduce(sendbuf, recvbuf, k, root) for every chunk and every root:
@@ -164,10 +164,10 @@ ScatterPlan<Exec, In, Out> plan_psum_scatter(const Exec& exec, const Axis& group
          mpi_datatype<T>(),
          mpi_op<T>(ReduceOp::sum),
          Staged<Exec, In, host_only>(exec, in, Use::read, aliased(in, out)),
-         Staged<Exec, Out, host_only>(exec, out, Use::write),
+         Staged<Exec, Out, host_only>(exec, out, Use::write, false, Fence::own_work),
          Scratch<T, typename Plan::Space>(outer > 1 ? m : 0)};
   if (outer > 1) {
-    const auto& space = p.staged.flat_exec();
+    const auto& space = p.staged.flat_exec(exec);
     swap_leading(space, p.staged.flat(), p.swapped.view(), outer, n, m / (outer * n));
     fence_instance(space);
   }
@@ -187,7 +187,7 @@ void all_gather(const Exec& exec, const Axis& group, const In& in, const Out& ou
     check_mpi(MPI_Allgather(send, count, p.type, recv, recv_count, recv_type, p.comm),
               "MPI_Allgather");
   });
-  p.finish();
+  p.finish(exec);
 }
 
 // out has psum_scatter_shape(group, shape(in), scatter_dimension, tiled).
@@ -204,7 +204,7 @@ void psum_scatter(const Exec& exec, const Axis& group, const In& in, const Out& 
       [&](const void* send, void* recv, int count, int root) {
         check_mpi(MPI_Reduce(send, recv, count, p.type, p.op, root, p.comm), "MPI_Reduce");
       });
-  p.finish();
+  p.finish(exec);
 }
 
 // Non-blocking all_gather (MPI_Iallgather) and psum_scatter (MPI_Ireduce_scatter_block): the
@@ -225,7 +225,7 @@ Request iall_gather(const Exec& exec, const Axis& group, const In& in, const Out
     requests.push(request);
   });
   const MPI_Comm comm = p.comm;
-  return Request(std::move(requests), comm, std::move(p));
+  return Request(std::move(requests), comm, std::move(p), exec, in, out);
 }
 
 template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0>
@@ -247,7 +247,7 @@ Request ipsum_scatter(const Exec& exec, const Axis& group, const In& in, const O
         requests.push(request);
       });
   const MPI_Comm comm = p.comm;
-  return Request(std::move(requests), comm, std::move(p));
+  return Request(std::move(requests), comm, std::move(p), exec, in, out);
 }
 
 template <class Exec, class V, detail::if_exec_t<Exec> = 0>

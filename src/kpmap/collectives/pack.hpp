@@ -225,10 +225,21 @@ enum class Use { read, write, read_write };
 // A View's elements as a contiguous row-major buffer MPI can use: the View itself when possible,
 // otherwise a packed copy (and a pinned host copy of it for device memory without GPU-aware MPI,
 // or always when HostOnly: a reduction through a user-defined MPI op), from the pools.
-// Reading uses have their contents in place after construction (the instance fenced); finish()
-// moves what MPI wrote back into the View and fences. `copy` forces a separate buffer (an
-// aliased send buffer). Kernels and copies run on `exec`, or on the default host instance for
-// a host staging buffer (flat_exec()).
+// Reading uses have their contents in place after construction; finish() moves what MPI wrote
+// back into the View. `copy` forces a separate buffer (an aliased send buffer). Kernels and
+// copies run on the instance the collective was given (`exec`, passed to the constructor and to
+// finish()), or on the default host instance for a host staging buffer (flat_exec(exec)).
+//
+// Fences, one per collective where nothing needs copying: the first Staged of a call fences the
+// instance (Fence::always: the caller's kernels writing the Views are done before MPI uses their
+// memory); a further one (Fence::own_work) only when it packed or copied. finish() fences when
+// it copied or unpacked, or when the caller says kernels ran on flat_exec(exec) after MPI.
+//
+// A Staged holds neither the instance nor a View whose memory MPI uses directly (reference
+// counts cost atomic operations per call): a blocking collective runs within the caller's
+// references, and a Request holds the caller's instance and Views itself (request.hpp).
+enum class Fence { always, own_work };
+
 template <class Exec, class V, bool HostOnly = false>
 class Staged {
  public:
@@ -241,65 +252,70 @@ class Staged {
   static_assert(Kokkos::SpaceAccessibility<Exec, view_space>::accessible,
                 "the execution space instance must be able to access the Views' memory space");
 
-  Staged(const Exec& exec, const V& v, Use use, bool copy = false) : exec_(exec), v_(v), use_(use) {
-    const std::int64_t n = static_cast<std::int64_t>(v.size());
+  Staged(const Exec& exec, const V& v, Use use, bool copy = false, Fence fence = Fence::always)
+      : use_(use), n_(static_cast<std::int64_t>(v.size())) {
     contiguous_ = row_major_contiguous(v) && !copy;
     direct_ = contiguous_ && mpi_accessible_v<view_space, HostOnly>;
     const bool read = use != Use::write;
     if (contiguous_) {
-      packed_ = Flat<value_type, view_space>(const_cast<value_type*>(v.data()), n);
+      packed_ = const_cast<value_type*>(v.data());
     } else {
-      packed_buffer_ = Scratch<value_type, view_space>(n);
-      packed_ = packed_buffer_.view();
-      if (read) pack(exec_, v, packed_);
+      if (use != Use::read) v_ = v;  // finish() unpacks into it
+      packed_buffer_ = Scratch<value_type, view_space>(n_);
+      packed_ = packed_buffer_.view().data();
+      if (read) pack(exec, v, packed());
     }
     if constexpr (mpi_accessible_v<view_space, HostOnly>) {
       flat_ = packed_;
     } else {
-      staging_buffer_ = Scratch<value_type, memory_space>(n);
-      flat_ = staging_buffer_.view();
-      if (read) Kokkos::deep_copy(exec_, flat_, packed_);
+      staging_buffer_ = Scratch<value_type, memory_space>(n_);
+      flat_ = staging_buffer_.view().data();
+      if (read) Kokkos::deep_copy(exec, flat(), packed());
     }
-    fence_instance(exec_);  // MPI reads (or overwrites) the buffer next
+    // MPI reads (or overwrites) the buffer next
+    if (fence == Fence::always || (read && !direct_)) fence_instance(exec);
   }
 
-  value_type* data() const { return flat_.data(); }
-  const flat_type& flat() const { return flat_; }
-  std::int64_t size() const { return static_cast<std::int64_t>(flat_.extent(0)); }
+  value_type* data() const { return flat_; }
+  flat_type flat() const { return flat_type(flat_, n_); }
+  std::int64_t size() const { return n_; }
   bool direct() const { return direct_; }
-  const Exec& exec() const { return exec_; }
-  // The instance for kernels on flat(): exec(), or the default host instance for a host
-  // staging buffer.
-  const flat_exec_type& flat_exec() const {
+  // The instance for kernels on flat(): exec, or the default host instance for a host staging
+  // buffer.
+  static const flat_exec_type& flat_exec(const Exec& exec) {
     if constexpr (std::is_same_v<flat_exec_type, Exec>) {
-      return exec_;
+      return exec;
     } else {
       return default_instance<flat_exec_type>();
     }
   }
 
-  // After MPI wrote the buffer (and kernels on flat_exec() ran on it): the View gets its
-  // contents, and the instances are fenced.
-  void finish() {
+  // After MPI wrote the buffer (and, if `kernels`, kernels on flat_exec(exec) wrote it since:
+  // pmean's division, a block swap): the View gets its contents, and what ran on it is done.
+  void finish(const Exec& exec, bool kernels) {
     if (use_ == Use::read) return;
-    if constexpr (!std::is_same_v<flat_exec_type, Exec>) fence_instance(flat_exec());
-    if (!direct_) {
-      if constexpr (!mpi_accessible_v<view_space, HostOnly>) Kokkos::deep_copy(exec_, packed_, flat_);
-      if (!contiguous_) unpack(exec_, packed_, v_);
+    if constexpr (!std::is_same_v<flat_exec_type, Exec>) {
+      if (kernels) fence_instance(flat_exec(exec));
     }
-    fence_instance(exec_);  // kernels that wrote the buffer (pmean, block swaps) are done
+    if (!direct_) {
+      if constexpr (!mpi_accessible_v<view_space, HostOnly>) Kokkos::deep_copy(exec, packed(), flat());
+      if (!contiguous_) unpack(exec, packed(), v_);
+    }
+    if (!direct_ || kernels) fence_instance(exec);
   }
 
  private:
-  Exec exec_;
-  V v_;
+  Flat<value_type, view_space> packed() const { return Flat<value_type, view_space>(packed_, n_); }
+
+  V v_;  // only when finish() unpacks into it
   Use use_;
+  std::int64_t n_;
   bool contiguous_ = false;
   bool direct_ = false;
   Scratch<value_type, view_space> packed_buffer_;
   Scratch<value_type, memory_space> staging_buffer_;
-  Flat<value_type, view_space> packed_;
-  flat_type flat_;
+  value_type* packed_ = nullptr;  // the View's elements, row-major: the View's memory or packed_buffer_
+  value_type* flat_ = nullptr;    // what MPI uses: packed_, or staging_buffer_
 };
 
 // Whether two Views share their first element: a collective called "in place".

@@ -34,7 +34,7 @@ void ppermute(const Exec& exec, const Axis& group, const In& in, const Out& out,
   }
   const std::int64_t total = static_cast<std::int64_t>(in.size());
   Staged<Exec, In> send(exec, in, Use::read, aliased(in, out));
-  Staged<Exec, Out> recv(exec, out, Use::write);
+  Staged<Exec, Out> recv(exec, out, Use::write, false, Fence::own_work);
   const MPI_Datatype type = mpi_datatype<T>();
   constexpr int tag = 0x6b70;  // a private communicator: any fixed tag is unambiguous
   // One send and one receive per chunk; messages between two ranks with one tag arrive in order.
@@ -60,8 +60,8 @@ void ppermute(const Exec& exec, const Axis& group, const In& in, const Out& out,
     check_mpi(MPI_Waitall(static_cast<int>(more.size()), more.data(), MPI_STATUSES_IGNORE),
               "MPI_Waitall");
   }
-  if (from < 0) fill_zero(recv.flat_exec(), recv.flat());
-  recv.finish();
+  if (from < 0) fill_zero(recv.flat_exec(exec), recv.flat());
+  recv.finish(exec, from < 0);
 }
 
 template <class Exec, class In, class Out, detail::if_exec_t<Exec> = 0,
@@ -78,14 +78,14 @@ void pbroadcast(const Exec& exec, const Axis& group, const In& in, const Out& ou
   Staged<Exec, Out> buffer(exec, out, me == source && in_place ? Use::read_write : Use::write);
   if (me == source && !in_place) {
     Staged<Exec, In> own(exec, in, Use::read);
-    Kokkos::deep_copy(buffer.flat_exec(), buffer.flat(), own.flat());
-    fence_instance(buffer.flat_exec());
+    Kokkos::deep_copy(buffer.flat_exec(exec), buffer.flat(), own.flat());
+    fence_instance(buffer.flat_exec(exec));
   }
   for_each_chunk(static_cast<std::int64_t>(in.size()), [&](std::int64_t offset, int count) {
     check_mpi(MPI_Bcast(buffer.data() + offset, count, mpi_datatype<T>(), source, comm),
               "MPI_Bcast");
   });
-  buffer.finish();
+  buffer.finish(exec, false);
 }
 
 template <class Exec, class V, detail::if_exec_t<Exec> = 0>

@@ -48,9 +48,9 @@ struct ReducePlan {
     return send ? static_cast<const void*>(send->data() + offset) : MPI_IN_PLACE;
   }
   void* recvbuf(std::int64_t offset) const { return recv.data() + offset; }
-  void finish() {
-    if (mean) divide(recv.flat_exec(), recv.flat(), n);
-    recv.finish();
+  void finish(const Exec& exec) {
+    if (mean) divide(recv.flat_exec(exec), recv.flat(), n);
+    recv.finish(exec, mean);
   }
 };
 
@@ -74,7 +74,7 @@ auto plan_reduce(const char* name, bool mean, const Exec& exec, const Axis& axis
   // Built in place: no Staged is moved (each move would pass its scratch buffers along).
   return Plan{comm, n, count, type, mpi_reduce, mean,
               std::optional<Staged<Exec, In, host_only>>(std::in_place, exec, in, Use::read),
-              Staged<Exec, Out, host_only>(exec, out, Use::write)};
+              Staged<Exec, Out, host_only>(exec, out, Use::write, false, Fence::own_work)};
 }
 
 template <ReduceOp Op, class Exec, class In, class Out>
@@ -84,7 +84,7 @@ void reduce(const char* name, bool mean, const Exec& exec, const Axis& axis, con
     check_mpi(MPI_Allreduce(p.sendbuf(offset), p.recvbuf(offset), count, p.type, p.op, p.comm),
               "MPI_Allreduce");
   });
-  p.finish();
+  p.finish(exec);
 }
 
 template <ReduceOp Op, class Exec, class In, class Out>
@@ -100,7 +100,7 @@ Request ireduce(const char* name, bool mean, const Exec& exec, const Axis& axis,
     requests.push(request);
   });
   const MPI_Comm comm = p.comm;
-  return Request(std::move(requests), comm, std::move(p));
+  return Request(std::move(requests), comm, std::move(p), exec, in, out);
 }
 
 template <ReduceOp Op, class Exec, class V>

@@ -6,7 +6,8 @@
 //
 // Ownership: the Request owns its MPI_Request and every staging buffer the call needed (packed
 // copies of non-row-major Views, host mirrors of device Views, the block-swap buffer of
-// iall_gather) and holds a reference to the caller's Views. Until wait() (or a test() that
+// iall_gather) and holds the execution space instance and a reference to the caller's Views
+// until it is destroyed, so the caller may drop its own handles. Until wait() (or a test() that
 // returned true) the caller must not write the input, nor read or write the output: MPI may be
 // reading and writing them. An unmanaged View's memory, and the Mesh, must outlive the Request.
 //
@@ -28,6 +29,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -48,14 +50,17 @@ class Completion {
   virtual void finish() = 0;
 };
 
-template <class Plan>
+template <class Plan, class Exec, class... Views>
 class PlanCompletion final : public Completion {
  public:
-  explicit PlanCompletion(Plan&& plan) : plan_(std::move(plan)) {}
-  void finish() override { plan_.finish(); }
+  PlanCompletion(Plan&& plan, const Exec& exec, const Views&... views)
+      : plan_(std::move(plan)), exec_(exec), views_(views...) {}
+  void finish() override { plan_.finish(exec_); }
 
  private:
   Plan plan_;
+  Exec exec_;
+  std::tuple<Views...> views_;  // the caller's Views, whose memory MPI may be using
 };
 
 // The MPI requests one collective started: the first inline, those of further chunks
@@ -84,19 +89,21 @@ class Request {
   Request() = default;
 
   // Takes over a request MPI has started on `comm`. `plan` (any movable type with a
-  // `void finish()`) keeps the buffers MPI uses alive and does the completion work.
-  template <class Plan>
-  Request(MPI_Request request, MPI_Comm comm, Plan&& plan)
+  // `void finish(const Exec&)`) keeps the staging buffers MPI uses alive and does the completion
+  // work on `exec`; the instance and `views` (the collective's input and output) are held until
+  // the Request is destroyed.
+  template <class Plan, class Exec, class... Views>
+  Request(MPI_Request request, MPI_Comm comm, Plan&& plan, const Exec& exec, const Views&... views)
       : request_(request),
         comm_(comm),
-        completion_(std::make_unique<detail::PlanCompletion<std::decay_t<Plan>>>(
-            std::forward<Plan>(plan))) {}
+        completion_(std::make_unique<detail::PlanCompletion<std::decay_t<Plan>, Exec, Views...>>(
+            std::forward<Plan>(plan), exec, views...)) {}
 
   // A collective started as several MPI operations (a message split into chunks, see
   // chunk.hpp): complete when all of them are.
-  template <class Plan>
-  Request(detail::Requests requests, MPI_Comm comm, Plan&& plan)
-      : Request(requests.first, comm, std::forward<Plan>(plan)) {
+  template <class Plan, class Exec, class... Views>
+  Request(detail::Requests requests, MPI_Comm comm, Plan&& plan, const Exec& exec, const Views&... views)
+      : Request(requests.first, comm, std::forward<Plan>(plan), exec, views...) {
     more_ = std::move(requests.more);
   }
 
