@@ -7,7 +7,7 @@
 // Ownership: the Request owns its MPI_Request and every staging buffer the call needed (packed
 // copies of non-row-major Views, host mirrors of device Views, the block-swap buffer of
 // iall_gather) and holds the execution space instance and a reference to the caller's Views
-// until it is destroyed, so the caller may drop its own handles. Until wait() (or a test() that
+// until it completes, so the caller may drop its own handles. Until wait() (or a test() that
 // returned true) the caller must not write the input, nor read or write the output: MPI may be
 // reading and writing them. An unmanaged View's memory, and the Mesh, must outlive the Request.
 //
@@ -91,7 +91,7 @@ class Request {
   // Takes over a request MPI has started on `comm`. `plan` (any movable type with a
   // `void finish(const Exec&)`) keeps the staging buffers MPI uses alive and does the completion
   // work on `exec`; the instance and `views` (the collective's input and output) are held until
-  // the Request is destroyed.
+  // the Request completes.
   template <class Plan, class Exec, class... Views>
   Request(MPI_Request request, MPI_Comm comm, Plan&& plan, const Exec& exec, const Views&... views)
       : request_(request),
