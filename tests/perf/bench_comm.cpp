@@ -4,9 +4,15 @@
 //      reduce_scatter + all_gather, each with an fp32 and a bf16 wire, on a gradient of
 //      --features fp32 elements (1 MiB by default);
 //   2. step time with comm.overlap on against off (same buckets), on a problem whose
-//      communication is a large part of the step (a small local batch).
+//      communication is a large part of the step (a small local batch);
+//   3. the gradient's reduction alone, as the trainer makes it (StepComm: the cast to the wire,
+//      the collective, the division back; for reduce_scatter also the all_gather of the updated
+//      fp32 parameters), the ranks aligned by a barrier before each step's reduction: timing.comm
+//      in (1) also holds the time a rank waits for the other to finish its gradient, which on two
+//      ranks sharing two cores with the host's other work can exceed the reduction itself.
 // The variants run interleaved, --repetitions times each, so a drift of the host hits them alike;
-// each figure is the median over repetitions of the maximum over ranks.
+// each figure is the median over repetitions of the maximum over ranks (in (3), of the median
+// over --steps reductions).
 //
 //   OMP_NUM_THREADS=1 mpiexec -n 2 build/default/tests/perf/bench_comm [--features=262144]
 //   [--rows=8] [--steps=20] [--repetitions=7] [--bucket_bytes=262144]
@@ -22,6 +28,7 @@
 #include <vector>
 
 #include "kpmap/mesh/mpi_env.hpp"
+#include "kpmap/train/step_comm.hpp"
 #include "kpmap/train/trainer.hpp"
 
 namespace {
@@ -107,6 +114,47 @@ void table(const char* title, const kpmap::TrainSpec& spec, const std::vector<Va
   }
 }
 
+// Seconds per reduction of a gradient of n fp32 slots (table 3): the median over `steps`, each the
+// maximum over ranks, after one untimed reduction that allocates the wire buffers.
+double wire_seconds(const kpmap::Mesh& mesh, const Variant& v, long long n, long long rows, long long steps) {
+  const kpmap::execution_space exec;
+  kpmap::StepComm<float> comm(mesh, v.wire, false, {v.strategy, v.bucket_bytes, v.overlap}, n);
+  kpmap::View1<float> stats("bench::stats", n + 2), grad("bench::grad", comm.shard_size());
+  kpmap::View1<float> shard("bench::shard", comm.shard_size()), gathered("bench::gathered", comm.gathered_size());
+  std::vector<double> times;
+  for (long long step = 0; step <= steps; ++step) {
+    Kokkos::deep_copy(exec, stats, 1.0f);  // gradient sums and loss sum; the row count next
+    Kokkos::deep_copy(exec, Kokkos::subview(stats, n + 1), static_cast<float>(rows));
+    exec.fence();
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = MPI_Wtime();
+    for (long long k = 0; k < comm.buckets(); ++k) comm.start(exec, stats, k, rows * mesh.size(), 1.0);
+    comm.finish(exec, grad);
+    if (comm.sharded()) comm.gather_params(exec, shard, gathered);
+    exec.fence();
+    const double seconds = max_over_ranks(MPI_Wtime() - start);
+    if (step > 0) times.push_back(seconds);
+  }
+  return median(times);
+}
+
+void wire_table(const std::vector<Variant>& variants, const Options& o, const kpmap::Mesh& mesh, bool root) {
+  std::vector<std::vector<double>> samples(variants.size());
+  for (int rep = 0; rep < o.repetitions; ++rep) {
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      samples[v].push_back(wire_seconds(mesh, variants[v], o.features, o.rows, o.steps));
+    }
+  }
+  if (!root) return;
+  std::printf("\nthe reduction alone (StepComm), ranks aligned\n%-28s %12s %10s\n", "variant", "ms", "vs ref");
+  double ref = 0;
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    const double t = median(samples[v]);
+    if (v == 0) ref = t;
+    std::printf("%-28s %12.3f %10.3f\n", variants[v].name.c_str(), 1e3 * t, t / ref);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,6 +192,11 @@ int main(int argc, char** argv) {
            {buckets + ", overlap", CommStrategy::allreduce, Dtype::fp32, o.bucket_bytes, true},
            {"one message", CommStrategy::allreduce, Dtype::fp32, 0, false}},
           o, mesh, rank == 0);
+    wire_table({{"allreduce fp32", CommStrategy::allreduce, Dtype::fp32, 0, false},
+                {"allreduce bf16", CommStrategy::allreduce, Dtype::bf16, 0, false},
+                {"reduce_scatter fp32", CommStrategy::reduce_scatter, Dtype::fp32, 0, false},
+                {"reduce_scatter bf16", CommStrategy::reduce_scatter, Dtype::bf16, 0, false}},
+               o, mesh, rank == 0);
   }
   return 0;
 }

@@ -111,28 +111,52 @@ struct WireLayout {
   }
 };
 
-// wire(p) = C(stats(slot) * factor) for the positions [begin, end) of the wire: grad_factor for
-// the gradient slots, then the loss slot's and the count slot's factors; 0 for padding.
+// C(value * factor), the product in float for float sums (rounded once more to C), else in double.
+template <class Acc, class C>
+KOKKOS_INLINE_FUNCTION C scaled_to(Acc value, double factor) {
+  if constexpr (std::is_same_v<Acc, float>) {
+    return static_cast<C>(value * static_cast<float>(factor));
+  } else {
+    return static_cast<C>(static_cast<double>(value) * factor);
+  }
+}
+
+// wire(p) = C(stats(slot(p)) * factor) for the positions of bucket k: grad_factor for the
+// gradient slots, then the loss slot's and the count slot's factors; 0 for padding.
+// Each rank's block of the bucket starts with a run of gradient slots that are contiguous in
+// stats (r s + k c onwards; with allreduce, one block: slot p is position p): that run takes one
+// kernel without branches, which the compiler vectorises (the cast to a 16-bit wire is most of
+// its time). What follows it in the block (padding past n, the loss and count slots) takes the
+// general kernel; it is at most a few elements unless a shard is mostly padding.
 template <class Acc, class C>
 void to_wire(const execution_space& exec, const WireLayout& layout, const View1<Acc>& stats, const View1<C>& wire,
-             long long begin, long long end, double grad_factor, double loss_factor, double count_factor) {
-  const long long n = layout.n;
-  Kokkos::parallel_for(
-      "kpmap::train::to_wire", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, begin, end),
-      KOKKOS_LAMBDA(long long p) {
-        const long long i = layout.slot(p);
-        if (i < 0) {
-          wire(p) = static_cast<C>(0.0f);
-          return;
-        }
-        const double factor = i < n ? grad_factor : i == n ? loss_factor : count_factor;
-        const Acc value = stats(i);  // captured outside the if constexpr (CUDA's extended lambdas)
-        if constexpr (std::is_same_v<Acc, float>) {  // float sums: the product in float, rounded once more to C
-          wire(p) = static_cast<C>(value * static_cast<float>(factor));
-        } else {
-          wire(p) = static_cast<C>(static_cast<double>(value) * factor);
-        }
-      });
+             long long k, double grad_factor, double loss_factor, double count_factor) {
+  using Range = Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>;
+  const long long n = layout.n, width = layout.bucket_width(k), first = k * layout.bucket;
+  for (long long r = 0; r < layout.ranks; ++r) {
+    const long long begin = layout.bucket_begin(k) + r * width, end = begin + width;
+    const long long base = layout.sharded ? r * layout.shard : 0;  // stats index of the block's slot 0
+    // gradient slots of this block: o < shard (sharded) and base + o < n
+    const long long grad_end = layout.sharded ? std::min(layout.shard, n - base) : n;
+    const long long run = std::max(0LL, std::min(first + width, grad_end) - first);
+    if (run > 0) {
+      const long long offset = base + first - begin;  // stats index - wire position
+      Kokkos::parallel_for(
+          "kpmap::train::to_wire", Range(exec, begin, begin + run),
+          KOKKOS_LAMBDA(long long p) { wire(p) = scaled_to<Acc, C>(stats(p + offset), grad_factor); });
+    }
+    if (begin + run == end) continue;
+    Kokkos::parallel_for(
+        "kpmap::train::to_wire", Range(exec, begin + run, end), KOKKOS_LAMBDA(long long p) {
+          const long long i = layout.slot(p);
+          if (i < 0) {
+            wire(p) = static_cast<C>(0.0f);
+            return;
+          }
+          const double factor = i < n ? grad_factor : i == n ? loss_factor : count_factor;
+          wire(p) = scaled_to<Acc, C>(stats(i), factor);
+        });
+  }
 }
 
 // grad(i) = M(D(wire(i)) / divisor) over grad's extent, in D, the divisor's type.
@@ -415,9 +439,8 @@ class StepComm {
                           layout_.ranks * layout_.block());
       }
       const double share = cast_ ? 1.0 / static_cast<double>(rows) : 1.0;
-      step_comm_detail::to_wire(exec, layout_, stats, w.send, layout_.bucket_begin(k),
-                                layout_.bucket_begin(k) + layout_.ranks * layout_.bucket_width(k),
-                                cast_ ? scale * share : 1.0, cast_ ? std::ldexp(share, -loss_exponent_) : 1.0, share);
+      step_comm_detail::to_wire(exec, layout_, stats, w.send, k, cast_ ? scale * share : 1.0,
+                                cast_ ? std::ldexp(share, -loss_exponent_) : 1.0, share);
     }
     if (receives() && w.recv.extent(0) == 0) {
       w.recv = View1<C>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::train::shard"), layout_.block());
