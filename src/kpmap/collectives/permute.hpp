@@ -77,7 +77,7 @@ void pbroadcast(const Exec& exec, const Axis& group, const In& in, const Out& ou
   const bool in_place = aliased(in, out);
   Staged<Exec, Out> buffer(exec, out, me == source && in_place ? Use::read_write : Use::write);
   if (me == source && !in_place) {
-    Staged<Exec, In> own(exec, in, Use::read);
+    Staged<Exec, In> own(exec, in, Use::read, false, Fence::own_work);
     Kokkos::deep_copy(buffer.flat_exec(exec), buffer.flat(), own.flat());
     fence_instance(buffer.flat_exec(exec));
   }
