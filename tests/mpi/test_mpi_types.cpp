@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,62 @@ TEST(MpiTypes, OpsOnKnownBitPatterns) {
   EXPECT_EQ(mn[1].bits(), 0xc000);
   EXPECT_EQ(mx[2].bits(), 0x7e00) << "NaN from `in` propagates";
   EXPECT_EQ(mn[3].bits(), 0x7e00) << "NaN in `inout` stays";
+}
+
+// The bf16 sum op against an independent rounding: for every bf16 bit pattern a (and a few
+// patterns past 65536 elements, so that lengths not a multiple of the op's 8-wide blocks are
+// covered), a + b in float, then the nearer of the two bf16 values around that float, compared in
+// double, ties to the even pattern (the value 2^128 standing in above the largest finite bf16,
+// where the rounding overflows to Inf); a NaN comes back quiet with its sign.
+std::uint16_t bf16_sum_reference(std::uint16_t a, std::uint16_t b) {
+  const auto to_float = [](std::uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  };
+  const float s = to_float(std::uint32_t{a} << 16) + to_float(std::uint32_t{b} << 16);
+  std::uint32_t u;
+  std::memcpy(&u, &s, sizeof u);
+  if (std::isnan(s)) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  if (std::isinf(s)) return static_cast<std::uint16_t>(u >> 16);
+  const std::uint32_t low = u >> 16, high = low + 1;  // the magnitudes around |s|, same sign
+  const auto magnitude = [&](std::uint32_t pattern) {
+    const std::uint32_t m = pattern & 0x7fffu;
+    return m == 0x7f80u ? std::ldexp(1.0, 128) : std::fabs(static_cast<double>(to_float(m << 16)));
+  };
+  const double d_low = std::fabs(s) - magnitude(low), d_high = magnitude(high) - std::fabs(s);
+  if (d_low < d_high) return static_cast<std::uint16_t>(low);
+  if (d_high < d_low) return static_cast<std::uint16_t>(high);
+  return static_cast<std::uint16_t>((low & 1u) ? high : low);
+}
+
+TEST(MpiTypes, Bf16SumRoundsEveryPatternAsAnIndependentReference) {
+  const MPI_Datatype t = kpmap::mpi_datatype<bf16>();
+  const int n = 65536 + 5;
+  for (std::uint32_t pass = 0; pass < 4; ++pass) {
+    std::vector<bf16> in(n), inout(n);
+    std::vector<std::uint16_t> partner(n), expected(n);
+    for (int i = 0; i < n; ++i) {
+      const auto a = static_cast<std::uint16_t>(i & 0xffff);
+      // pass 0-2: pseudo-random partners; pass 3: a * 2^-8 where the exponent allows (ties)
+      std::uint16_t b =
+          static_cast<std::uint16_t>((static_cast<std::uint32_t>(i) * (2654435761u + pass)) >> 16);
+      if (pass == 3) b = (a & 0x7f80u) > (8u << 7) ? static_cast<std::uint16_t>(a - (8u << 7)) : a;
+      in[i] = bf16::from_bits(a);
+      inout[i] = bf16::from_bits(b);
+      partner[i] = b;
+      expected[i] = bf16_sum_reference(a, b);
+    }
+    MPI_Reduce_local(in.data(), inout.data(), n, t, kpmap::mpi_op<bf16>(ReduceOp::sum));
+    int wrong = 0;
+    for (int i = 0; i < n && wrong < 5; ++i) {
+      if (inout[i].bits() != expected[i]) {
+        ++wrong;
+        ADD_FAILURE() << "pass " << pass << ", element " << i << ": " << std::hex << in[i].bits() << " + "
+                      << partner[i] << " gave " << inout[i].bits() << ", expected " << expected[i];
+      }
+    }
+  }
 }
 
 template <class H>

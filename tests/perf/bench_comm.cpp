@@ -6,7 +6,7 @@
 //   2. step time with comm.overlap on against off (same buckets), on a problem whose
 //      communication is a large part of the step (a small local batch);
 //   3. the gradient's reduction alone, as the trainer makes it (StepComm: the cast to the wire,
-//      the collective, the division back; for reduce_scatter also the all_gather of the updated
+//      the collective, the unscaling back; for reduce_scatter also the all_gather of the updated
 //      fp32 parameters), the ranks aligned by a barrier before each step's reduction: timing.comm
 //      in (1) also holds the time a rank waits for the other to finish its gradient, which on two
 //      ranks sharing two cores with the host's other work can exceed the reduction itself.

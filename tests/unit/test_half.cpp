@@ -8,8 +8,10 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "kpmap/core/half.hpp"
 
@@ -17,6 +19,12 @@ namespace {
 
 using kpmap::bf16;
 using kpmap::fp16;
+
+float bits_to_float_for_test(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
 
 // Layout of each format, for the reference decoder.
 template <class H>
@@ -247,6 +255,40 @@ void check_every_midpoint() {
 
 TEST(Half, Bf16RoundsToNearestEvenAtEveryMidpoint) { check_every_midpoint<bf16>(); }
 TEST(Half, Fp16RoundsToNearestEvenAtEveryMidpoint) { check_every_midpoint<fp16>(); }
+
+// The host's SIMD loops (detail::scaled_to_bf16, detail::add_bf16: MPI's bf16 sum and the
+// trainer's cast to a bf16 wire) give the bits of the scalar conversion, which the tests above
+// check against the formats' definition: inputs at and around every bf16 midpoint and pattern
+// (every 16-bit high half with low halves 0, just below, at and above the midpoint, and the
+// largest), NaNs with payloads, and lengths that leave a tail past the 8-wide blocks.
+TEST(Half, HostSimdLoopsGiveTheScalarBits) {
+  const std::uint32_t lows[] = {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x1234u};
+  std::vector<float> in;
+  for (std::uint32_t high = 0; high < 0x10000u; ++high) {
+    for (std::uint32_t low : lows) in.push_back(bits_to_float_for_test((high << 16) | low));
+  }
+  in.resize(in.size() + 3, 1.5f);
+  const auto n = static_cast<std::int64_t>(in.size());
+  for (float factor : {1.0f, 0.7f, 3.0f}) {
+    std::vector<bf16> out(in.size());
+    kpmap::detail::scaled_to_bf16(in.data(), factor, out.data(), n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const bf16 expected(in[i] * factor);
+      ASSERT_EQ(out[i].bits(), expected.bits()) << "element " << i << ", factor " << factor;
+    }
+  }
+  std::vector<bf16> a(in.size()), b(in.size()), sum(in.size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    a[i] = bf16::from_bits(static_cast<std::uint16_t>(i));
+    b[i] = bf16::from_bits(static_cast<std::uint16_t>((static_cast<std::uint32_t>(i) * 2654435761u) >> 16));
+    sum[i] = b[i];
+  }
+  kpmap::detail::add_bf16(a.data(), sum.data(), n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const bf16 expected(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+    ASSERT_EQ(sum[i].bits(), expected.bits()) << "element " << i;
+  }
+}
 
 TEST(Half, ArithmeticRoundsOnceInFloat) {
   const bf16 one(1.0f), tiny = bf16::from_bits(0x3b80);  // 2^-8: half an ulp of 1

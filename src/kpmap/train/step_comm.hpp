@@ -20,15 +20,16 @@
 // (and the gradient and loss slots multiplied by the loss scale):
 //   wire = C([scale * grad_sums / B..., scale * loss_sum / B, count / B])
 // so each rank's contribution is a share of a mean and a 16-bit sum cannot overflow where the
-// mean itself fits; after the psum the mean gradient is wire / (psum(count / B) * scale), unscaled
-// in the master type M. The loss slot is not multiplied by the loss scale but by 2^-e, where 2^e
-// is the previous step's loss rounded to a power of two (every rank knows it; before the first
-// step, start_loss_exponent agrees on the largest local mean of y^2, the loss at w = 0): the loss
-// then travels as a number near 1, which no 16-bit type flushes or overflows, and it keeps the
-// wire type's relative precision (bf16: 8 significant bits). A loss that still comes back 0 or
-// Inf moves e by 16 for the next step. The slots keep their meaning, so a 16-bit
-// wire moves exactly half the bytes of an fp32 one. The cast is applied on a one-rank data axis
-// too (nothing moves), so the answer does not depend on how many ranks share the batch.
+// mean itself fits; after the psum the mean gradient is wire * (1 / (psum(count / B) * scale)),
+// unscaled in the master type M (scale_into). The loss slot is not multiplied by the loss scale
+// but by 2^-e, where 2^e is the previous step's loss rounded to a power of two (every rank knows
+// it; before the first step, start_loss_exponent agrees on the largest local mean of y^2, the
+// loss at w = 0): the loss then travels as a number near 1, which no 16-bit type flushes or
+// overflows, and it keeps the wire type's relative precision (bf16: 8 significant bits). A loss
+// that still comes back 0 or Inf moves e by 16 for the next step. The slots keep their meaning,
+// so a 16-bit wire moves exactly half the bytes of an fp32 one. The cast is applied on a
+// one-rank data axis too (nothing moves), so the answer does not depend on how many ranks share
+// the batch.
 //
 // Strategies. allreduce: the wire is the n + 2 slots in order, psum'ed over `data`; every rank
 // gets the whole mean gradient. reduce_scatter: data rank r owns the contiguous shard
@@ -121,13 +122,21 @@ KOKKOS_INLINE_FUNCTION C scaled_to(Acc value, double factor) {
   }
 }
 
+// Whether to_wire's gradient run takes the host's SIMD cast (detail::scaled_to_bf16): fp32 sums,
+// a bf16 wire, and an execution space that runs on the host.
+template <class Acc, class C>
+inline constexpr bool host_bf16_cast =
+    std::is_same_v<Acc, float> && std::is_same_v<C, bf16> &&
+    std::is_same_v<execution_space::memory_space, Kokkos::HostSpace>;
+
 // wire(p) = C(stats(slot(p)) * factor) for the positions of bucket k: grad_factor for the
 // gradient slots, then the loss slot's and the count slot's factors; 0 for padding.
 // Each rank's block of the bucket starts with a run of gradient slots that are contiguous in
 // stats (r s + k c onwards; with allreduce, one block: slot p is position p): that run takes one
 // kernel without branches, which the compiler vectorises (the cast to a 16-bit wire is most of
-// its time). What follows it in the block (padding past n, the loss and count slots) takes the
-// general kernel; it is at most a few elements unless a shard is mostly padding.
+// its time), or for bf16 on the host an explicit SIMD loop. What follows it in the block
+// (padding past n, the loss and count slots) takes the general kernel; it is at most a few
+// elements unless a shard is mostly padding.
 template <class Acc, class C>
 void to_wire(const execution_space& exec, const WireLayout& layout, const View1<Acc>& stats, const View1<C>& wire,
              long long k, double grad_factor, double loss_factor, double count_factor) {
@@ -141,9 +150,22 @@ void to_wire(const execution_space& exec, const WireLayout& layout, const View1<
     const long long run = std::max(0LL, std::min(first + width, grad_end) - first);
     if (run > 0) {
       const long long offset = base + first - begin;  // stats index - wire position
-      Kokkos::parallel_for(
-          "kpmap::train::to_wire", Range(exec, begin, begin + run),
-          KOKKOS_LAMBDA(long long p) { wire(p) = scaled_to<Acc, C>(stats(p + offset), grad_factor); });
+      if constexpr (host_bf16_cast<Acc, C>) {
+        // chunks of 4096 slots, each cast by the host's SIMD loop (bitwise scaled_to)
+        const float* from = stats.data() + base + first;
+        bf16* to = wire.data() + begin;
+        const float factor = static_cast<float>(grad_factor);
+        const long long chunk = 4096;
+        Kokkos::parallel_for("kpmap::train::to_wire", Range(exec, 0, (run + chunk - 1) / chunk),
+                             [=](long long c) {
+                               detail::scaled_to_bf16(from + c * chunk, factor, to + c * chunk,
+                                                      std::min(chunk, run - c * chunk));
+                             });
+      } else {
+        Kokkos::parallel_for(
+            "kpmap::train::to_wire", Range(exec, begin, begin + run),
+            KOKKOS_LAMBDA(long long p) { wire(p) = scaled_to<Acc, C>(stats(p + offset), grad_factor); });
+      }
     }
     if (begin + run == end) continue;
     Kokkos::parallel_for(
@@ -166,6 +188,21 @@ void divide_into(const execution_space& exec, const View1<C>& wire, D divisor, c
       "kpmap::train::mean_gradient",
       Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(grad.extent(0))),
       KOKKOS_LAMBDA(long long i) { grad(i) = static_cast<M>(static_cast<D>(wire(i)) / divisor); });
+}
+
+// grad(i) = M(P(wire(i)) * factor) over grad's extent: the cast wire's unscaling, with
+// factor = 1 / (count * scale). P is float when M is float and C no wider (the product's one
+// rounding is far below the wire's own), else double. A product and not a quotient: a division by
+// a value known only at run time is the slowest instruction of the loop (2-4x its time here).
+template <class C, class M>
+void scale_into(const execution_space& exec, const View1<C>& wire, double factor, const View1<M>& grad) {
+  using P = std::conditional_t<std::is_same_v<M, float> && sizeof(C) <= sizeof(float), float, double>;
+  const P f = static_cast<P>(factor);
+  Kokkos::parallel_for(
+      "kpmap::train::mean_gradient",
+      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(
+          exec, 0, static_cast<long long>(grad.extent(0))),
+      KOKKOS_LAMBDA(long long i) { grad(i) = static_cast<M>(static_cast<P>(wire(i)) * f); });
 }
 
 template <class C>
@@ -479,7 +516,7 @@ class StepComm {
       step_comm_detail::divide_into(exec, reduced, static_cast<C>(host_tail(1)), grad);
       return {loss_sum / count};
     }
-    step_comm_detail::divide_into(exec, reduced, count * scale_of_last_, grad);
+    step_comm_detail::scale_into(exec, reduced, 1.0 / (count * scale_of_last_), grad);
     const double loss = std::ldexp(loss_sum, loss_exponent_) / count;
     if (std::isfinite(loss) && loss > 0) {
       std::frexp(loss, &loss_exponent_);
