@@ -8,7 +8,6 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -19,12 +18,6 @@ namespace {
 
 using kpmap::bf16;
 using kpmap::fp16;
-
-float bits_to_float_for_test(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
 
 // Layout of each format, for the reference decoder.
 template <class H>
@@ -266,7 +259,7 @@ TEST(Half, HostSimdLoopsGiveTheScalarBits) {
   const std::uint32_t lows[] = {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x1234u};
   std::vector<float> in;
   for (std::uint32_t high = 0; high < 0x10000u; ++high) {
-    for (std::uint32_t low : lows) in.push_back(bits_to_float_for_test((high << 16) | low));
+    for (std::uint32_t low : lows) in.push_back(kpmap::detail::bits_to_float((high << 16) | low));
   }
   in.resize(in.size() + 3, 1.5f);
   const auto n = static_cast<std::int64_t>(in.size());

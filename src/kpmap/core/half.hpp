@@ -243,9 +243,10 @@ namespace detail {
 // Host loops over many bf16 values, 8 at a time with SSE2 (which every x86-64 compiler targets):
 // the arithmetic of the scalar functions above, bit for bit, so results do not depend on which
 // path ran (except which NaN the sum of two NaNs returns, either one's quieted, which the
-// compiler picks for the scalar form too). Compilers do not vectorise the scalar forms well for SSE2: they narrow 32-bit lanes to
-// 16 bits by shuffles, where an arithmetic shift and packssdw suffice. Host code only (MPI's
-// user op, host execution spaces); elsewhere, and without SSE2, the scalar loop runs.
+// compiler picks for the scalar form too). Compilers do not vectorise the scalar forms well for
+// SSE2: they narrow 32-bit lanes to 16 bits by shuffles, where an arithmetic shift and packssdw
+// suffice. Host code only (MPI's user op, host execution spaces); elsewhere, and without SSE2,
+// the scalar loop runs.
 #if defined(KPMAP_HOST_SSE2)
 // float_to_bf16_bits of 4 floats, each in its lane's low 16 bits, sign-extended so that
 // _mm_packs_epi32 keeps it exactly.

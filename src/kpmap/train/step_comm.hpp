@@ -152,7 +152,7 @@ void to_wire(const execution_space& exec, const WireLayout& layout, const View1<
       const long long offset = base + first - begin;  // stats index - wire position
       if constexpr (host_bf16_cast<Acc, C>) {
         // chunks of 4096 slots, each cast by the host's SIMD loop (bitwise scaled_to)
-        const float* from = stats.data() + base + first;
+        const float* from = stats.data() + begin + offset;
         bf16* to = wire.data() + begin;
         const float factor = static_cast<float>(grad_factor);
         const long long chunk = 4096;
