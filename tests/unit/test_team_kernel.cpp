@@ -302,6 +302,32 @@ void check_fixed_width_is_generic() {
 TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp64) { check_fixed_width_is_generic<double>(); }
 TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp32) { check_fixed_width_is_generic<float>(); }
 
+// The 16-bit rows' word reads (model/half_kernels.hpp): for every bit pattern in either half
+// of a word, low_of / high_of give bitwise the element's own conversion (static_cast<float>,
+// which test_half checks against the formats' definition): zeros, subnormals, Inf and NaN
+// included. The other half holds a different pattern, so a half that leaks into the other shows.
+template <class H>
+void check_word_halves() {
+  namespace md = kpmap::model_detail;
+  const auto bits = [](float f) { return kpmap::detail::float_to_bits(f); };
+  long long wrong = 0;
+  for (std::uint32_t p = 0; p < 0x10000u; ++p) {
+    const std::uint32_t q = (p * 40503u + 0x9e37u) & 0xffffu;
+    const std::uint32_t word = p | (q << 16);
+    const float lo = static_cast<float>(H::from_bits(static_cast<std::uint16_t>(p)));
+    const float hi = static_cast<float>(H::from_bits(static_cast<std::uint16_t>(q)));
+    wrong += bits(md::low_of<H>(word)) != bits(lo);
+    wrong += bits(md::high_of<H>(word)) != bits(hi);
+    const H pair[2] = {H::from_bits(static_cast<std::uint16_t>(p)),
+                       H::from_bits(static_cast<std::uint16_t>(q))};
+    wrong += md::half_pair(pair) != word;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST(FusedKernel, WordHalvesAreTheElementsBf16) { check_word_halves<kpmap::bf16>(); }
+TEST(FusedKernel, WordHalvesAreTheElementsFp16) { check_word_halves<kpmap::fp16>(); }
+
 // The split of the work: at most 1024 teams and one per 32 rows (the partial buffer holds at most
 // one row of sums per 32 rows of X), every row in exactly one team, every team with a row, one
 // chunk of at most 32 rows per team until 1024 teams are not enough.

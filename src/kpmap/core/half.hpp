@@ -102,15 +102,23 @@ KOKKOS_INLINE_FUNCTION std::uint16_t float_to_fp16_bits(float f) noexcept {
 // normal or special value is its bits moved into float position and scaled by 2^-112, which
 // rebiases the exponent exactly (Inf and NaN stay Inf and NaN); a subnormal m * 2^-24 is
 // (0.5 + m * 2^-24) - 0.5, exact in float. Both results are normal floats or zero, so
-// flush-to-zero modes cannot touch them.
-KOKKOS_INLINE_FUNCTION float fp16_bits_to_float(std::uint16_t h) noexcept {
-  const std::uint32_t w = static_cast<std::uint32_t>(h) << 16;
+// flush-to-zero modes cannot touch them. fp16_high_bits_to_float takes the fp16's bits in the
+// high half of a 32-bit word and zeros in the low half (h << 16): the form in which the fused
+// kernel takes both elements of a word (model/half_kernels.hpp).
+KOKKOS_INLINE_FUNCTION float fp16_high_bits_to_float(std::uint32_t w) noexcept {
   const std::uint32_t sign = w & 0x80000000u;
   const std::uint32_t two_w = w + w;  // exponent and mantissa, sign shifted out
   const float normal = bits_to_float((two_w >> 4) + (0xE0u << 23)) * bits_to_float(0x07800000u);
   const float subnormal = bits_to_float((two_w >> 17) | (126u << 23)) - 0.5f;
-  const std::uint32_t magnitude = two_w < (1u << 27) ? float_to_bits(subnormal) : float_to_bits(normal);
-  return bits_to_float(sign | magnitude);
+  // The choice as a mask, not `?:`: GCC turns the conditional into a branch and then does not
+  // vectorise the loops around it.
+  const std::uint32_t is_subnormal = 0u - static_cast<std::uint32_t>(two_w < (1u << 27));
+  return bits_to_float(sign | (float_to_bits(subnormal) & is_subnormal) |
+                       (float_to_bits(normal) & ~is_subnormal));
+}
+
+KOKKOS_INLINE_FUNCTION float fp16_bits_to_float(std::uint16_t h) noexcept {
+  return fp16_high_bits_to_float(static_cast<std::uint32_t>(h) << 16);
 }
 
 // Rounds a double to float with round-to-odd: truncate, and set the last bit if anything was

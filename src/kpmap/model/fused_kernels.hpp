@@ -18,9 +18,8 @@
 // bandwidth at every width: docs/performance.md.
 //
 // 16-bit storage (T = bf16 or fp16, Acc = float): every element is converted to float where it
-// is used and nothing is rounded to 16 bits. bf16 rows of LayoutRight views take their own loops
-// (bf16_kernels.hpp: 32-bit words, gradient sums in pair order); fp16 takes the generic loops,
-// correct but slow, because its conversion branches on subnormals, Inf and NaN.
+// is used and nothing is rounded to 16 bits. 16-bit rows of LayoutRight views take their own
+// loops (half_kernels.hpp: 32-bit words, gradient sums in pair order).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -30,7 +29,7 @@
 
 #include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
-#include "kpmap/model/bf16_kernels.hpp"
+#include "kpmap/model/half_kernels.hpp"
 #include "kpmap/model/prefetch.hpp"
 
 namespace kpmap::model_detail {
@@ -145,11 +144,11 @@ KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, con
 template <class XView>
 inline constexpr bool rows_contiguous_v = std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>;
 
-// Whether the kernel reads bf16 rows as words and keeps the gradient sums in pair order
-// (bf16_kernels.hpp): contiguous bf16 rows summed in float.
+// Whether the kernel reads 16-bit rows as words and keeps the gradient sums in pair order
+// (half_kernels.hpp): contiguous bf16 or fp16 rows summed in float.
 template <class Acc, class XView>
 inline constexpr bool pair_order_v = rows_contiguous_v<XView> && std::is_same_v<Acc, float> &&
-                                     std::is_same_v<typename XView::non_const_value_type, bf16>;
+                                     is_half<typename XView::non_const_value_type>::value;
 
 template <class Acc, class XView, class WView>
 KOKKOS_INLINE_FUNCTION Acc dot_row(const XView& X, long long i, const WView& w) {
@@ -237,8 +236,10 @@ struct GradientReduce {
   // Rows per work item: the blocked kernels need rows contiguous in memory.
   static constexpr int block = 8;
   static_assert(!(pair_order_v<Acc, XView> && std::is_same_v<Tag, Fused>) ||
-                    std::is_same_v<typename WView::non_const_value_type, bf16>,
-                "bf16 rows are read with bf16 weights (the parameters are stored in the type of X)");
+                    std::is_same_v<typename WView::non_const_value_type,
+                                   typename XView::non_const_value_type>,
+                "16-bit rows are read with weights of their type (the parameters are stored in the "
+                "type of X)");
 
   // The length of a row of X: a compile-time constant in the specialisations for narrow X
   // (fixed_f > 0, see reduce_part), so that the loops over a row unroll and lose their remainders.
@@ -343,9 +344,9 @@ struct GradientReduce {
     add_residuals<block>(i0, r, acc);
   }
 
-  // bf16 rows (bf16_kernels.hpp). With a dot product, it requests the first half of the next
-  // block's rows and the axpy the second half, so memory streams during both phases: bf16 has
-  // twice fp32's arithmetic per byte, and requesting every row in the axpy, as rows_block does,
+  // 16-bit rows (half_kernels.hpp). With a dot product, it requests the first half of the next
+  // block's rows and the axpy the second half, so memory streams during both phases: 16-bit rows
+  // have at least twice fp32's arithmetic per byte, and requesting every row in the axpy, as rows_block does,
   // left memory idle for longer (measured: docs/performance.md). A pass with only one of the
   // two phases requests every row in it.
   KOKKOS_INLINE_FUNCTION void pair_block(long long i0, value_type acc) const {
