@@ -6,9 +6,8 @@
 // `word & 0xffff0000`. For bf16 that already is the float; for fp16 the branch-free rebias of
 // core/half.hpp (fp16_high_bits_to_float) follows. These are plain 32-bit lane operations, so the
 // loops vectorise with no shuffles. Written per element (static_cast<float>), the compiler
-// zero-extends each element and then shifts it: for bf16, with twice fp32's arithmetic per byte,
-// that kept the kernel at 0.3-0.4 of the stream read, and fp16's generic row loops did not
-// vectorise at all (docs/performance.md).
+// zero-extends each element and then shifts it: two vector ops per 4 elements where bf16 needs
+// one (docs/performance.md).
 //
 // The price is the order of the sums. The dot product does not care which element is added
 // first, but the axpy writes the gradient in that split order. So for 16-bit rows the
@@ -65,6 +64,7 @@ KOKKOS_INLINE_FUNCTION float high_half_value(std::uint32_t w) {
     return detail::fp16_high_bits_to_float(w);
   }
 }
+
 // The elements of a word: p[0] (low_of) and p[1] (high_of), exactly static_cast<float>.
 template <class H>
 KOKKOS_INLINE_FUNCTION float low_of(std::uint32_t word) {
