@@ -346,9 +346,9 @@ struct GradientReduce {
 
   // 16-bit rows (half_kernels.hpp). With a dot product, it requests the first half of the next
   // block's rows and the axpy the second half, so memory streams during both phases: 16-bit rows
-  // have at least twice fp32's arithmetic per byte, and requesting every row in the axpy, as rows_block does,
-  // left memory idle for longer (measured: docs/performance.md). A pass with only one of the
-  // two phases requests every row in it.
+  // have at least twice fp32's arithmetic per byte, and requesting every row in the axpy, as
+  // rows_block does, left memory idle for longer (measured: docs/performance.md). A pass with
+  // only one of the two phases requests every row in it.
   KOKKOS_INLINE_FUNCTION void pair_block(long long i0, value_type acc) const {
     const long long F = static_cast<long long>(X.extent(1));
     const long long stride = static_cast<long long>(X.stride(0));
