@@ -9,13 +9,14 @@
 // restrict-qualified axpy. A work item takes 8 consecutive rows: with 8-byte elements their dot
 // products read memory in address order, one row after the other; with 4-byte elements the rows
 // are interleaved 4 at a time so that each load of w serves all of them (faster out of cache in
-// fp32, slower in fp64). Then one axpy adds all 8 rows, still in L1 (16 KiB in fp64 at 256
-// features), so the thread-private gradient is loaded and stored once per 8 rows, while it
-// prefetches the next 8 rows so that memory keeps streaming during the arithmetic. For fp32 and
-// fp64 rows of 8, 16, 32 or 64 features the row length is a compile-time constant (reduce_part),
-// so that these short loops unroll. Rows of LayoutRight views take this pointer path; any other
-// layout falls back to View indexing, one row at a time (correct, not tuned). Measured
-// bandwidth at every width: docs/performance.md.
+// fp32, slower in fp64). Before each row (or group of 4) is read, the lines of the rows 2 KiB
+// further on are requested (groups up to 4 KiB). Then one axpy adds all 8 rows, still in L1
+// (16 KiB in fp64 at 256 features), so the thread-private gradient is loaded and stored once per
+// 8 rows, while it requests the next 8 rows, so that memory keeps streaming during the
+// arithmetic. For fp32 and fp64 rows of 8, 16, 32 or 64 features the row length is a
+// compile-time constant (reduce_part), so that these short loops unroll. Rows of LayoutRight
+// views take this pointer path; any other layout falls back to View indexing, one row at a time
+// (correct, not tuned). Measured bandwidth at every width: docs/performance.md.
 //
 // 16-bit storage (T = bf16 or fp16, Acc = float): every element is converted to float where it
 // is used and nothing is rounded to 16 bits. 16-bit rows of LayoutRight views take their own
@@ -38,19 +39,12 @@ template <class Acc>
 inline constexpr int simd_lanes = 64 / static_cast<int>(sizeof(Acc)) > 16 ? 16 : 64 / static_cast<int>(sizeof(Acc));
 
 // sum_j Acc(x[j]) * Acc(w[j]) over contiguous x and w, with `lanes` independent accumulators.
-// With `prefetch`, the same lines of the row at `next` are requested meanwhile (a pass that only
-// forms residuals has no axpy to request them in).
-template <class Acc, bool prefetch = false, class T, class W>
-KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_RESTRICT w, long long n,
-                                   const T* next = nullptr) {
+template <class Acc, class T, class W>
+KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_RESTRICT w, long long n) {
   constexpr int lanes = simd_lanes<Acc>;
-  constexpr long long line = 64 / static_cast<long long>(sizeof(T));
   Acc part[lanes] = {};
   long long j = 0;
   for (; j + lanes <= n; j += lanes) {
-    if constexpr (prefetch) {
-      if (j % line == 0) prefetch_hint(next + j);
-    }
     for (int k = 0; k < lanes; ++k) part[k] += static_cast<Acc>(x[j + k]) * static_cast<Acc>(w[j + k]);
   }
   for (int k = 0; j + k < n; ++k) part[k] += static_cast<Acc>(x[j + k]) * static_cast<Acc>(w[j + k]);
@@ -62,22 +56,16 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
 
 // out[q] = sum_j Acc(x[q * stride + j]) * Acc(w[j]) for q < rows: the rows interleaved, so each
 // load of w serves all of them, with `lanes` independent partial sums per row, folded as in
-// row_dot. With `prefetch`, the same lines of the rows at `next` are requested meanwhile.
-template <int rows, int lanes, bool prefetch, class Acc, class T, class W>
+// row_dot.
+template <int rows, int lanes, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
-                                            long long n, Acc* out, const T* next) {
-  constexpr long long line = 64 / static_cast<long long>(sizeof(T));
+                                            long long n, Acc* out) {
   Acc part[rows][lanes];
   for (int q = 0; q < rows; ++q) {
     for (int k = 0; k < lanes; ++k) part[q][k] = 0;
   }
   long long j = 0;
   for (; j + lanes <= n; j += lanes) {
-    if constexpr (prefetch) {
-      if (j % line == 0) {
-        for (int q = 0; q < rows; ++q) prefetch_hint(next + q * stride + j);
-      }
-    }
     for (int q = 0; q < rows; ++q) {
       for (int k = 0; k < lanes; ++k) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
     }
@@ -98,20 +86,38 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
 template <class Acc, class T>
 inline constexpr int dot_lanes = sizeof(T) == 4 && sizeof(Acc) == 4 ? 8 : simd_lanes<Acc>;
 
-// out[q] = the dot product of row q with w for q < rows. With 32-byte partial sums (fp32) the
-// rows are interleaved 4 at a time: their partial sums fill 8 SSE registers, those of 8 rows
-// would spill to the stack. With 64-byte partial sums (fp64) the rows are read one after the
-// other: interleaving 2 was slower. A row's sum is the same whatever the grouping: its terms,
-// its partial sums and their fold do not depend on the other rows.
-template <int rows, bool prefetch = false, class Acc, class T, class W>
+// Rows whose dot products are interleaved: with 32-byte partial sums (fp32) 4 rows, whose partial
+// sums fill 8 SSE registers (those of 8 rows would spill to the stack); with 64-byte partial sums
+// (fp64) 1, the rows read one after the other (interleaving 2 was slower).
+template <class Acc, class T>
+inline constexpr int dot_group = dot_lanes<Acc, T> * static_cast<int>(sizeof(Acc)) <= 32 ? 4 : 1;
+
+// How far ahead of the rows being read block_dot requests X, in bytes: at least this, and at
+// least one group of rows; and the widest group of rows for which it does. Wider rows are left
+// to the axpy's requests and the hardware prefetcher (long sequential streams): a burst of their
+// lines would evict from L1 what is still to be read. docs/performance.md.
+inline constexpr long long prefetch_distance = 2048;
+inline constexpr long long prefetch_group_bytes = 4096;
+
+// out[q] = the dot product of row q with w for q < rows, dot_group rows at a time. Before each
+// group is read, every cache line of the same rows at `ahead` (a fixed distance further on in
+// X, see rows_block) is requested, so that memory streams ahead of the arithmetic. A row's sum
+// is the same whatever the grouping: its terms, its partial sums and their fold do not depend on
+// the other rows.
+template <int rows, bool prefetch, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
-                                      long long n, Acc* out, const T* next = nullptr) {
+                                      long long n, Acc* out, const T* ahead) {
   constexpr int lanes = dot_lanes<Acc, T>;
-  constexpr int fit = lanes * static_cast<int>(sizeof(Acc)) <= 32 ? 4 : 1;
-  constexpr int group = rows < fit ? rows : fit;
+  constexpr int group = rows < dot_group<Acc, T> ? rows : dot_group<Acc, T>;
+  constexpr long long line = 64 / static_cast<long long>(sizeof(T));
   static_assert(rows % group == 0, "rows is a multiple of the group");
   for (int q = 0; q < rows; q += group) {
-    interleaved_dot<group, lanes, prefetch>(x + q * stride, stride, w, n, out + q, prefetch ? next + q * stride : next);
+    if constexpr (prefetch) {
+      for (int p = q; p < q + group; ++p) {
+        for (long long j = 0; j < n; j += line) prefetch_hint(ahead + p * stride + j);
+      }
+    }
+    interleaved_dot<group, lanes>(x + q * stride, stride, w, n, out + q);
   }
 }
 
@@ -309,31 +315,29 @@ struct GradientReduce {
     add_residuals<1>(i, &r, acc);
   }
 
-  // The next work item's rows (from x, the rows of the block at i0): usually this thread's next
-  // block; x itself at the end of X.
-  template <class T>
-  KOKKOS_INLINE_FUNCTION const T* next_rows(long long i0, const T* x, long long stride) const {
-    return i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
-  }
-
   KOKKOS_INLINE_FUNCTION void rows_block(long long i0, value_type acc) const {
     const long long F = row_length();
     const long long stride = static_cast<long long>(X.stride(0));
     const auto* x = X.data() + i0 * stride;
-    using T = typename XView::non_const_value_type;
-    // The next work item's rows are requested during the axpy, or, in a pass without one,
-    // during the dot products.
-    constexpr bool dot_prefetch = part == Part::residual;
-    const T* dot_next = nullptr;
-    if constexpr (dot_prefetch) dot_next = next_rows(i0, x, stride);
     Acc r[block];
     if constexpr (part == Part::columns) {
       for (int q = 0; q < block; ++q) r[q] = res(i0 + q);
     } else {
       for (int q = 0; q < block; ++q) r[q] = residual_offset(i0 + q);
       if constexpr (std::is_same_v<Tag, Fused>) {
+        using T = typename XView::non_const_value_type;
+        const long long group = dot_group<Acc, T> * stride;  // elements of a group of rows
         Acc d[block];
-        block_dot<block, dot_prefetch>(x, stride, w.data(), F, d, dot_next);
+        if (group * static_cast<long long>(sizeof(T)) <= prefetch_group_bytes) {
+          // The rows prefetch_distance bytes, or a group of rows, ahead; x itself at the end of
+          // X, so that no pointer leaves it.
+          const long long bytes = prefetch_distance / static_cast<long long>(sizeof(T));
+          const long long dist = bytes > group ? bytes : group;
+          const bool inside = (i0 + block) * stride + dist <= static_cast<long long>(X.extent(0)) * stride;
+          block_dot<block, true>(x, stride, w.data(), F, d, inside ? x + dist : x);
+        } else {
+          block_dot<block, false>(x, stride, w.data(), F, d, x);
+        }
         for (int q = 0; q < block; ++q) r[q] += d[q];
       }
     }
