@@ -86,9 +86,9 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
 template <class Acc, class T>
 inline constexpr int dot_lanes = sizeof(T) == 4 && sizeof(Acc) == 4 ? 8 : simd_lanes<Acc>;
 
-// Rows whose dot products are interleaved: with 32-byte partial sums (fp32) 4 rows, whose partial
-// sums fill 8 SSE registers (those of 8 rows would spill to the stack); with 64-byte partial sums
-// (fp64) 1, the rows read one after the other (interleaving 2 was slower).
+// Rows whose dot products are interleaved: with 32-byte partial sums (fp32) 4 rows (with 8, GCC
+// clears their partial sums on the stack for every block); with 64-byte partial sums (fp64) 1, the
+// rows read one after the other (interleaving 2 was slower).
 template <class Acc, class T>
 inline constexpr int dot_group = dot_lanes<Acc, T> * static_cast<int>(sizeof(Acc)) <= 32 ? 4 : 1;
 
@@ -331,8 +331,8 @@ struct GradientReduce {
         if (group * static_cast<long long>(sizeof(T)) <= prefetch_group_bytes) {
           // The rows prefetch_distance bytes, or a group of rows, ahead; x itself at the end of
           // X, so that no pointer leaves it.
-          const long long bytes = prefetch_distance / static_cast<long long>(sizeof(T));
-          const long long dist = bytes > group ? bytes : group;
+          const long long far = prefetch_distance / static_cast<long long>(sizeof(T));
+          const long long dist = far > group ? far : group;
           const bool inside = (i0 + block) * stride + dist <= static_cast<long long>(X.extent(0)) * stride;
           block_dot<block, true>(x, stride, w.data(), F, d, inside ? x + dist : x);
         } else {
