@@ -315,6 +315,13 @@ struct GradientReduce {
     add_residuals<1>(i, &r, acc);
   }
 
+  // The next block's rows (x points at block i0's first row), or x itself when block i0 is the
+  // last whole block, so that no prefetch pointer leaves X.
+  template <class P>
+  KOKKOS_INLINE_FUNCTION P* next_rows(long long i0, P* x, long long stride) const {
+    return i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
+  }
+
   KOKKOS_INLINE_FUNCTION void rows_block(long long i0, value_type acc) const {
     const long long F = row_length();
     const long long stride = static_cast<long long>(X.stride(0));
@@ -342,8 +349,7 @@ struct GradientReduce {
       }
     }
     if constexpr (part != Part::residual) {
-      const auto* next = i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
-      block_axpy<block>(acc, r, x + first_col(), stride, cols(), next + first_col());
+      block_axpy<block>(acc, r, x + first_col(), stride, cols(), next_rows(i0, x, stride) + first_col());
     }
     add_residuals<block>(i0, r, acc);
   }
@@ -357,7 +363,7 @@ struct GradientReduce {
     const long long F = static_cast<long long>(X.extent(1));
     const long long stride = static_cast<long long>(X.stride(0));
     const auto* x = X.data() + i0 * stride;
-    const auto* next = i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
+    const auto* next = next_rows(i0, x, stride);
     Acc r[block];
     int axpy_prefetch_from = 0;
     if constexpr (part == Part::columns) {
