@@ -11,6 +11,8 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -36,7 +38,8 @@ namespace detail {
 template <class Exec, class In, class Out, bool HostOnly>
 struct ReducePlan {
   MPI_Comm comm;
-  int n;  // the group's size
+  int n;   // the group's size
+  int me;  // my rank in comm
   std::int64_t count;
   MPI_Datatype type;
   MPI_Op op;
@@ -68,19 +71,112 @@ auto plan_reduce(const char* name, bool mean, const Exec& exec, const Axis& axis
   const MPI_Op mpi_reduce = mpi_op<T>(Op);
   using Plan = ReducePlan<Exec, In, Out, host_only>;
   if (aliased(in, out)) {  // MPI_IN_PLACE
-    return Plan{comm, n, count, type, mpi_reduce, mean, std::nullopt,
+    return Plan{comm, n, axis.index(), count, type, mpi_reduce, mean, std::nullopt,
                 Staged<Exec, Out, host_only>(exec, out, Use::read_write)};
   }
   // Built in place: no Staged is moved (each move would pass its scratch buffers along).
-  return Plan{comm, n, count, type, mpi_reduce, mean,
+  return Plan{comm, n, axis.index(), count, type, mpi_reduce, mean,
               std::optional<Staged<Exec, In, host_only>>(std::in_place, exec, in, Use::read),
               Staged<Exec, Out, host_only>(exec, out, Use::write, false, Fence::own_work)};
 }
 
+// Messages through a user-defined op larger than this take allreduce_by_halving (MPICH's
+// MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE, where it switches its predefined ops the same way).
+inline constexpr std::int64_t halving_min_bytes = 2048;
+
+// MPI_Allreduce of `count` elements of `type` through the user-defined op `op`, on the host.
+// MPICH reduces with a user-defined op by recursive doubling at every size: each rank sends and
+// combines the whole message log2(p) times. This runs the same reduction tree as a reduce-scatter
+// by recursive halving followed by an all-gather by recursive doubling (Rabenseifner's algorithm,
+// which MPICH takes for its predefined ops on long messages): each rank sends 2 (p' - 1) / p' of
+// the message and combines (p' - 1) / p' of it, p' the largest power of two <= p. The halving
+// pairs ranks at distance 1 first, as MPICH's recursive doubling does, and when p is not a power
+// of two the first 2 (p - p') ranks fold into p - p' as MPICH's do, so every element is combined
+// in the same order as MPI_Allreduce would combine it: the result is bitwise MPI_Allreduce's
+// (for commutative ops, which kpmap's are; of two NaNs either may win in both). `buf` holds this
+// rank's contribution (copied from sendbuf unless that is MPI_IN_PLACE) and then the result.
+template <class T>
+void allreduce_by_halving(const void* sendbuf, T* buf, int count, MPI_Datatype type, MPI_Op op,
+                          MPI_Comm comm, int size, int rank) {
+  if (sendbuf != MPI_IN_PLACE) std::copy_n(static_cast<const T*>(sendbuf), count, buf);
+  int pof2 = 1;
+  while (pof2 <= size / 2) pof2 *= 2;
+  const int rem = size - pof2;
+  const Scratch<T, Kokkos::HostSpace> scratch(rem > 0 ? count : (count + 1) / 2);
+  T* tmp = scratch.view().data();
+  constexpr int tag = 0x6b71;  // a private communicator: any fixed tag is unambiguous
+  const auto exchange = [&](const T* send, std::int64_t sends, T* recv, std::int64_t recvs, int peer) {
+    check_mpi(MPI_Sendrecv(send, static_cast<int>(sends), type, peer, tag, recv, static_cast<int>(recvs),
+                           type, peer, tag, comm, MPI_STATUS_IGNORE),
+              "MPI_Sendrecv");
+  };
+  const auto combine = [&](const T* in, T* inout, std::int64_t n) {  // inout = in op inout
+    check_mpi(MPI_Reduce_local(in, inout, static_cast<int>(n), type, op), "MPI_Reduce_local");
+  };
+  // Fold: of ranks 0 .. 2 rem - 1, each even one hands its message to the odd one above it.
+  int newrank = rank - rem;
+  if (rank < 2 * rem) {
+    if (rank % 2 == 0) {
+      check_mpi(MPI_Send(buf, count, type, rank + 1, tag, comm), "MPI_Send");
+      newrank = -1;
+    } else {
+      check_mpi(MPI_Recv(tmp, count, type, rank - 1, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+      combine(tmp, buf, count);
+      newrank = rank / 2;
+    }
+  }
+  if (newrank >= 0) {
+    const auto peer = [&](int mask) {
+      const int other = newrank ^ mask;
+      return other < rem ? 2 * other + 1 : other + rem;
+    };
+    // Reduce-scatter: at each level keep one half of [lo, hi) (the lower one if my bit is 0)
+    // and add the partner's copy of it; parents[level] remembers [lo, hi) for the gather.
+    std::int64_t lo = 0, hi = count, parents[32][2];
+    int level = 0;
+    for (int mask = 1; mask < pof2; mask *= 2, ++level) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      const bool upper = (newrank & mask) != 0;
+      const std::int64_t keep_lo = upper ? mid : lo, keep_hi = upper ? hi : mid;
+      const std::int64_t give_lo = upper ? lo : mid, give_hi = upper ? mid : hi;
+      exchange(buf + give_lo, give_hi - give_lo, tmp, keep_hi - keep_lo, peer(mask));
+      combine(tmp, buf + keep_lo, keep_hi - keep_lo);
+      parents[level][0] = lo;
+      parents[level][1] = hi;
+      lo = keep_lo;
+      hi = keep_hi;
+    }
+    // All-gather: the levels in reverse, each swapping my summed part for the partner's.
+    for (int mask = pof2 / 2; mask >= 1; mask /= 2) {
+      --level;
+      const std::int64_t plo = parents[level][0], phi = parents[level][1], mid = plo + (phi - plo) / 2;
+      const bool upper = (newrank & mask) != 0;
+      const std::int64_t other_lo = upper ? plo : mid, other_hi = upper ? mid : phi;
+      exchange(buf + lo, hi - lo, buf + other_lo, other_hi - other_lo, peer(mask));
+      lo = plo;
+      hi = phi;
+    }
+  }
+  if (rank < 2 * rem) {  // unfold: the odd ranks hand the result back
+    if (rank % 2 == 1) {
+      check_mpi(MPI_Send(buf, count, type, rank - 1, tag, comm), "MPI_Send");
+    } else {
+      check_mpi(MPI_Recv(buf, count, type, rank + 1, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+    }
+  }
+}
+
 template <ReduceOp Op, class Exec, class In, class Out>
 void reduce(const char* name, bool mean, const Exec& exec, const Axis& axis, const In& in, const Out& out) {
+  using T = value_t<In>;
   auto p = plan_reduce<Op>(name, mean, exec, axis, in, out);
   for_each_chunk(p.count, [&](std::int64_t offset, int count) {
+    if constexpr (uses_user_op<T>(Op)) {
+      if (p.n > 1 && static_cast<std::int64_t>(count) * static_cast<std::int64_t>(sizeof(T)) > halving_min_bytes) {
+        allreduce_by_halving(p.sendbuf(offset), p.recv.data() + offset, count, p.type, p.op, p.comm, p.n, p.me);
+        return;
+      }
+    }
     check_mpi(MPI_Allreduce(p.sendbuf(offset), p.recvbuf(offset), count, p.type, p.op, p.comm),
               "MPI_Allreduce");
   });
