@@ -14,7 +14,9 @@
 // (16 KiB in fp64 at 256 features), so the thread-private gradient is loaded and stored once per
 // 8 rows, while it requests the next 8 rows, so that memory keeps streaming during the
 // arithmetic. For fp32 and fp64 rows of 8, 16, 32 or 64 features the row length is a
-// compile-time constant (reduce_part), so that these short loops unroll. Rows of LayoutRight
+// compile-time constant (reduce_part), so that these short loops unroll. On GCC-compatible host
+// compilers the fp32 / fp64 block loops run on 16-byte vector types (KPMAP_HOST_VECTORS): the
+// same sums in the same order, kept in registers. Rows of LayoutRight
 // views take this pointer path; any other layout falls back to View indexing, one row at a time
 // (correct, not tuned). Measured bandwidth at every width: docs/performance.md.
 //
@@ -26,12 +28,19 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 
 #include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
 #include "kpmap/model/half_kernels.hpp"
 #include "kpmap/model/prefetch.hpp"
+
+// GCC's vector extensions, in host code only (device passes keep the plain loops).
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__) && \
+    !defined(__SYCL_DEVICE_ONLY__)
+#define KPMAP_HOST_VECTORS 1
+#endif
 
 namespace kpmap::model_detail {
 
@@ -57,17 +66,46 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
 // out[q] = sum_j Acc(x[q * stride + j]) * Acc(w[j]) for q < rows: the rows interleaved, so each
 // load of w serves all of them, with `lanes` independent partial sums per row, folded as in
 // row_dot.
+// On GCC-compatible host compilers the main loop of rows of Acc runs on 16-byte vector types:
+// the same partial sums, lane for lane, but GCC keeps them in registers, where with the plain
+// array of 4 rows x 8 floats it kept them on the stack (a load and a store per add).
 template <int rows, int lanes, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
                                             long long n, Acc* out) {
   Acc part[rows][lanes];
-  for (int q = 0; q < rows; ++q) {
-    for (int k = 0; k < lanes; ++k) part[q][k] = 0;
-  }
   long long j = 0;
-  for (; j + lanes <= n; j += lanes) {
+#if defined(KPMAP_HOST_VECTORS)
+  if constexpr (std::is_same_v<T, Acc> && std::is_same_v<W, Acc> && lanes * sizeof(Acc) % 16 == 0) {
+    typedef Acc V __attribute__((vector_size(16)));
+    constexpr int per = 16 / static_cast<int>(sizeof(Acc)), vectors = lanes / per;
+    V vpart[rows][vectors];
     for (int q = 0; q < rows; ++q) {
-      for (int k = 0; k < lanes; ++k) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
+      for (int v = 0; v < vectors; ++v) vpart[q][v] = V{};
+    }
+    for (; j + lanes <= n; j += lanes) {
+      V wv[vectors];
+      for (int v = 0; v < vectors; ++v) std::memcpy(&wv[v], w + j + v * per, sizeof(V));
+      for (int q = 0; q < rows; ++q) {
+        for (int v = 0; v < vectors; ++v) {
+          V xv;
+          std::memcpy(&xv, x + q * stride + j + v * per, sizeof(V));
+          vpart[q][v] += xv * wv[v];
+        }
+      }
+    }
+    std::memcpy(part, vpart, sizeof part);
+  } else
+#endif
+  {
+    for (int q = 0; q < rows; ++q) {
+      for (int k = 0; k < lanes; ++k) part[q][k] = 0;
+    }
+    for (; j + lanes <= n; j += lanes) {
+      for (int q = 0; q < rows; ++q) {
+        for (int k = 0; k < lanes; ++k) {
+          part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
+        }
+      }
     }
   }
   for (int k = 0; j + k < n; ++k) {
@@ -130,10 +168,49 @@ KOKKOS_INLINE_FUNCTION void row_axpy(Acc* KOKKOS_RESTRICT g, Acc a, const T* KOK
 // g[j] += sum_q a[q] * x[q * stride + j]: one load and store of g per `rows` rows. While the
 // rows, already in L1, are added, the same lines of the next `rows` rows (at `next`) are
 // requested, so memory keeps streaming during the arithmetic.
+// On GCC-compatible host compilers whole cache lines of rows of Acc run on 16-byte vector types
+// (the same sums in the same order, with no loop control inside a line); the remainder, and
+// every other case, runs the plain loop.
 template <int rows, class Acc, class T>
 KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, const T* KOKKOS_RESTRICT x,
                                        long long stride, long long n, const T* next) {
   constexpr long long line = 64 / static_cast<long long>(sizeof(T));
+#if defined(KPMAP_HOST_VECTORS)
+  if constexpr (std::is_same_v<T, Acc>) {
+    typedef Acc V __attribute__((vector_size(16)));
+    constexpr int per = 16 / static_cast<int>(sizeof(Acc)), vectors = static_cast<int>(line) / per;
+    V cv[rows];
+    for (int q = 0; q < rows; ++q) {
+      Acc lane[per];
+      for (int k = 0; k < per; ++k) lane[k] = a[q];
+      std::memcpy(&cv[q], lane, sizeof(V));
+    }
+    const long long full = n - n % line;
+    for (long long j0 = 0; j0 < full; j0 += line) {
+      for (int q = 0; q < rows; ++q) prefetch_hint(next + q * stride + j0);
+      for (int v = 0; v < vectors; ++v) {
+        V sum;
+        std::memcpy(&sum, g + j0 + v * per, sizeof(V));
+        for (int q = 0; q < rows; ++q) {
+          V xv;
+          std::memcpy(&xv, x + q * stride + j0 + v * per, sizeof(V));
+          sum += cv[q] * xv;
+        }
+        std::memcpy(g + j0 + v * per, &sum, sizeof(V));
+      }
+    }
+    const int rest = static_cast<int>(n % line);  // the last, partial line
+    if (rest > 0) {
+      for (int q = 0; q < rows; ++q) prefetch_hint(next + q * stride + full);
+    }
+    for (int k = 0; k < rest; ++k) {
+      Acc s = g[full + k];
+      for (int q = 0; q < rows; ++q) s += a[q] * x[q * stride + full + k];
+      g[full + k] = s;
+    }
+    return;
+  }
+#endif
   Acc c[rows];
   for (int q = 0; q < rows; ++q) c[q] = a[q];
   for (long long j0 = 0; j0 < n; j0 += line) {
