@@ -18,7 +18,9 @@ skip() {
 }
 [ "$(id -u)" -eq 0 ] || skip "creating network namespaces needs root (ip netns add)"
 command -v ip >/dev/null || skip "no 'ip' command (Debian package iproute2)"
-"$mpiexec" --version 2>/dev/null | grep -q HYDRA || skip "$mpiexec is not MPICH's hydra (-launcher-exec)"
+# grep reads all of the output: with -q it could exit first, and mpiexec's SIGPIPE would fail the
+# pipeline under pipefail and skip the test.
+"$mpiexec" --version 2>/dev/null | grep HYDRA >/dev/null || skip "$mpiexec is not MPICH's hydra (-launcher-exec)"
 
 # Names unique to this run; one interface name, kpmap0, inside both namespaces, so that one
 # UCX_NET_DEVICES serves both ranks. TEST-NET-1 addresses (RFC 5737) exist only in the namespaces.
