@@ -302,8 +302,9 @@ void check_fixed_width_is_generic() {
 TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp64) { check_fixed_width_is_generic<double>(); }
 TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp32) { check_fixed_width_is_generic<float>(); }
 
-// The fp32 / fp64 block loops (block_dot, block_axpy), which on GCC-compatible host compilers
-// run on vector types, against plain serial loops in the order the kernel documents: row q's
+// The fp32 / fp64 block loops (block_dot one row or 4 rows at a time, its requests before a
+// group's dot product or during it; block_axpy), which on GCC-compatible host compilers run on
+// vector types, against plain serial loops in the order the kernel documents: row q's
 // dot product keeps `lanes` partial sums (term j in partial j % lanes) folded pairwise by
 // halves, and each gradient element adds the rows' products in row order. Real-valued data, a
 // negative zero among the coefficients, widths with and without a partial cache line or a
@@ -312,16 +313,17 @@ template <class T>
 void check_block_loops() {
   namespace md = kpmap::model_detail;
   constexpr int rows = 8, lanes = md::dot_lanes<T, T>;
-  for (long long F : {1LL, 5LL, 8LL, 16LL, 67LL, 256LL, 1000LL}) {
+  for (long long F : {1LL, 5LL, 8LL, 16LL, 24LL, 67LL, 256LL, 1000LL, 1029LL}) {
     const long long stride = F + 3;  // rows not aligned to 16 bytes
     const std::vector<double> xs = kpmap::test::hashed(static_cast<std::size_t>(rows * stride), 7);
     const std::vector<double> ws = kpmap::test::hashed(static_cast<std::size_t>(F), 8);
     const std::vector<double> gs = kpmap::test::hashed(static_cast<std::size_t>(F), 9);
     std::vector<T> x(xs.begin(), xs.end()), w(ws.begin(), ws.end()), g(gs.begin(), gs.end()), ref_g = g;
-    T a[rows], d[rows];
+    T a[rows], d1[rows], d4[rows];
     for (int q = 0; q < rows; ++q) a[q] = static_cast<T>(q - 3) / T(7);
     a[3] = -T(0);
-    md::block_dot<rows, true>(x.data(), stride, w.data(), F, d, x.data());
+    md::block_dot<rows, 1>(x.data(), stride, w.data(), F, d1, 0);
+    md::block_dot<rows, 4>(x.data(), stride, w.data(), F, d4, 0);
     md::block_axpy<rows>(g.data(), a, x.data(), stride, F, x.data());
     long long differ = 0;
     for (int q = 0; q < rows; ++q) {
@@ -330,7 +332,8 @@ void check_block_loops() {
       for (int width = lanes / 2; width > 0; width /= 2) {
         for (int k = 0; k < width; ++k) part[k] += part[k + width];
       }
-      differ += std::memcmp(&part[0], &d[q], sizeof(T)) != 0;
+      differ += std::memcmp(&part[0], &d1[q], sizeof(T)) != 0;
+      differ += std::memcmp(&part[0], &d4[q], sizeof(T)) != 0;
     }
     for (long long j = 0; j < F; ++j) {
       T sum = ref_g[j];

@@ -65,15 +65,37 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
 
 // out[q] = sum_j Acc(x[q * stride + j]) * Acc(w[j]) for q < rows: the rows interleaved, so each
 // load of w serves all of them, with `lanes` independent partial sums per row, folded as in
-// row_dot.
+// row_dot. With `prefetch`, each cache line of the rows is requested `ahead` elements further on
+// in X as the row's line is read (one request per line read, so memory streams at the rate of
+// the arithmetic; see rows_block).
 // On GCC-compatible host compilers the main loop of rows of Acc runs on 16-byte vector types:
 // the same partial sums, lane for lane, but GCC keeps them in registers, where with the plain
 // array of 4 rows x 8 floats it kept them on the stack (a load and a store per add).
-template <int rows, int lanes, class Acc, class T, class W>
+template <int rows, int lanes, bool prefetch, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
-                                            long long n, Acc* out) {
+                                            long long n, Acc* out, long long ahead) {
+  constexpr long long line = 64 / static_cast<long long>(sizeof(T));
+  constexpr long long chunk = line > lanes ? line : lanes;  // whole lines and whole steps of `lanes`
+  const long long whole = n - n % chunk;
   Acc part[rows][lanes];
   long long j = 0;
+  // step(j0) adds the terms [j0, j0 + lanes) of every row; all_steps runs every whole step, with
+  // the requests.
+  const auto all_steps = [&](const auto& step) {
+    const auto request = [&]([[maybe_unused]] long long j0, [[maybe_unused]] long long j1) {
+      if constexpr (prefetch) {
+        for (int q = 0; q < rows; ++q) {
+          for (long long k = j0; k < j1; k += line) prefetch_hint(x + q * stride + ahead + k);
+        }
+      }
+    };
+    for (; j < whole;) {
+      request(j, j + chunk);
+      for (const long long end = j + chunk; j < end; j += lanes) step(j);
+    }
+    request(whole, n);
+    for (; j + lanes <= n; j += lanes) step(j);
+  };
 #if defined(KPMAP_HOST_VECTORS)
   if constexpr (std::is_same_v<T, Acc> && std::is_same_v<W, Acc> && lanes * sizeof(Acc) % 16 == 0) {
     typedef Acc V __attribute__((vector_size(16)));
@@ -82,17 +104,18 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
     for (int q = 0; q < rows; ++q) {
       for (int v = 0; v < vectors; ++v) vpart[q][v] = V{};
     }
-    for (; j + lanes <= n; j += lanes) {
+    const auto step = [&](long long j0) {
       V wv[vectors];
-      for (int v = 0; v < vectors; ++v) std::memcpy(&wv[v], w + j + v * per, sizeof(V));
+      for (int v = 0; v < vectors; ++v) std::memcpy(&wv[v], w + j0 + v * per, sizeof(V));
       for (int q = 0; q < rows; ++q) {
         for (int v = 0; v < vectors; ++v) {
           V xv;
-          std::memcpy(&xv, x + q * stride + j + v * per, sizeof(V));
+          std::memcpy(&xv, x + q * stride + j0 + v * per, sizeof(V));
           vpart[q][v] += xv * wv[v];
         }
       }
-    }
+    };
+    all_steps(step);
     std::memcpy(part, vpart, sizeof part);
   } else
 #endif
@@ -100,13 +123,14 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
     for (int q = 0; q < rows; ++q) {
       for (int k = 0; k < lanes; ++k) part[q][k] = 0;
     }
-    for (; j + lanes <= n; j += lanes) {
+    const auto step = [&](long long j0) {
       for (int q = 0; q < rows; ++q) {
         for (int k = 0; k < lanes; ++k) {
-          part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
+          part[q][k] += static_cast<Acc>(x[q * stride + j0 + k]) * static_cast<Acc>(w[j0 + k]);
         }
       }
-    }
+    };
+    all_steps(step);
   }
   for (int k = 0; j + k < n; ++k) {
     for (int q = 0; q < rows; ++q) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
@@ -124,38 +148,39 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
 template <class Acc, class T>
 inline constexpr int dot_lanes = sizeof(T) == 4 && sizeof(Acc) == 4 ? 8 : simd_lanes<Acc>;
 
-// Rows whose dot products are interleaved: with 32-byte partial sums (fp32) 4 rows (with 8, GCC
-// clears their partial sums on the stack for every block); with 64-byte partial sums (fp64) 1, the
-// rows read one after the other (interleaving 2 was slower).
-template <class Acc, class T>
-inline constexpr int dot_group = dot_lanes<Acc, T> * static_cast<int>(sizeof(Acc)) <= 32 ? 4 : 1;
+// Rows whose dot products are interleaved: rows of at least interleave_bytes 4 at a time, narrower
+// rows one after the other, in address order (measured out of cache: docs/performance.md).
+inline constexpr long long interleave_bytes = 4096;
+KOKKOS_INLINE_FUNCTION constexpr int dot_group(long long row_bytes) { return row_bytes >= interleave_bytes ? 4 : 1; }
 
 // How far ahead of the rows being read block_dot requests X, in bytes: at least this, and at
-// least one group of rows; and the widest group of rows for which it does. Wider rows are left
-// to the axpy's requests and the hardware prefetcher (long sequential streams): a burst of their
-// lines would evict from L1 what is still to be read. docs/performance.md.
-inline constexpr long long prefetch_distance = 2048;
-inline constexpr long long prefetch_group_bytes = 4096;
+// least one group of rows; and the largest group of rows whose lines are all requested before
+// its dot product. Larger groups request one line per line read: a burst of their lines would
+// wait for the core's free miss buffers. docs/performance.md.
+inline constexpr long long prefetch_distance = 8192;
+inline constexpr long long burst_bytes = 2048;
 
-// out[q] = the dot product of row q with w for q < rows, dot_group rows at a time. Before each
-// group is read, every cache line of the same rows at `ahead` (a fixed distance further on in
-// X, see rows_block) is requested, so that memory streams ahead of the arithmetic. A row's sum
-// is the same whatever the grouping: its terms, its partial sums and their fold do not depend on
-// the other rows.
-template <int rows, bool prefetch, class Acc, class T, class W>
+// out[q] = the dot product of row q with w for q < rows, `group` rows at a time, requesting the
+// lines `ahead` elements further on in X (see rows_block): a group of at most burst_bytes all at
+// once before its dot product, a larger one line by line as it is read (interleaved_dot). A
+// row's sum is the same whatever the grouping: its terms, its partial sums and their fold do not
+// depend on the other rows.
+template <int rows, int group, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
-                                      long long n, Acc* out, const T* ahead) {
+                                      long long n, Acc* out, long long ahead) {
   constexpr int lanes = dot_lanes<Acc, T>;
-  constexpr int group = rows < dot_group<Acc, T> ? rows : dot_group<Acc, T>;
   constexpr long long line = 64 / static_cast<long long>(sizeof(T));
   static_assert(rows % group == 0, "rows is a multiple of the group");
+  const bool burst = group * n * static_cast<long long>(sizeof(T)) <= burst_bytes;
   for (int q = 0; q < rows; q += group) {
-    if constexpr (prefetch) {
+    if (burst) {
       for (int p = q; p < q + group; ++p) {
-        for (long long j = 0; j < n; j += line) prefetch_hint(ahead + p * stride + j);
+        for (long long j = 0; j < n; j += line) prefetch_hint(x + p * stride + ahead + j);
       }
+      interleaved_dot<group, lanes, false>(x + q * stride, stride, w, n, out + q, ahead);
+    } else {
+      interleaved_dot<group, lanes, true>(x + q * stride, stride, w, n, out + q, ahead);
     }
-    interleaved_dot<group, lanes>(x + q * stride, stride, w, n, out + q);
   }
 }
 
@@ -409,18 +434,18 @@ struct GradientReduce {
     } else {
       for (int q = 0; q < block; ++q) r[q] = residual_offset(i0 + q);
       if constexpr (std::is_same_v<Tag, Fused>) {
+        // The rows prefetch_distance bytes, or a group of rows, ahead; the rows themselves at the
+        // end of X, so that no pointer leaves it.
         using T = typename XView::non_const_value_type;
-        const long long group = dot_group<Acc, T> * stride;  // elements of a group of rows
+        const int group = dot_group(F * static_cast<long long>(sizeof(T)));
+        const long long far = prefetch_distance / static_cast<long long>(sizeof(T));
+        const long long ahead = far > group * stride ? far : group * stride;
+        const bool inside = (i0 + block) * stride + ahead <= static_cast<long long>(X.extent(0)) * stride;
         Acc d[block];
-        if (group * static_cast<long long>(sizeof(T)) <= prefetch_group_bytes) {
-          // The rows prefetch_distance bytes, or a group of rows, ahead; x itself at the end of
-          // X, so that no pointer leaves it.
-          const long long far = prefetch_distance / static_cast<long long>(sizeof(T));
-          const long long dist = far > group ? far : group;
-          const bool inside = (i0 + block) * stride + dist <= static_cast<long long>(X.extent(0)) * stride;
-          block_dot<block, true>(x, stride, w.data(), F, d, inside ? x + dist : x);
+        if (group == 4) {
+          block_dot<block, 4>(x, stride, w.data(), F, d, inside ? ahead : 0);
         } else {
-          block_dot<block, false>(x, stride, w.data(), F, d, x);
+          block_dot<block, 1>(x, stride, w.data(), F, d, inside ? ahead : 0);
         }
         for (int q = 0; q < block; ++q) r[q] += d[q];
       }
