@@ -65,35 +65,36 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
 
 // out[q] = sum_j Acc(x[q * stride + j]) * Acc(w[j]) for q < rows: the rows interleaved, so each
 // load of w serves all of them, with `lanes` independent partial sums per row, folded as in
-// row_dot. With `prefetch`, each cache line of the rows is requested `ahead` elements further on
-// in X as the row's line is read (one request per line read, so memory streams at the rate of
-// the arithmetic; see rows_block).
+// row_dot. The cache lines of the rows `ahead` elements further on in X are requested (see
+// rows_block): all of them before the dot product (Requests::before), or each as the rows' line
+// at the same place is read (Requests::during: one request per line read, so memory streams at
+// the rate of the arithmetic).
 // On GCC-compatible host compilers the main loop of rows of Acc runs on 16-byte vector types:
 // the same partial sums, lane for lane, but GCC keeps them in registers, where with the plain
 // array of 4 rows x 8 floats it kept them on the stack (a load and a store per add).
-template <int rows, int lanes, bool prefetch, class Acc, class T, class W>
+enum class Requests { before, during };
+
+template <int rows, int lanes, Requests requests, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
                                             long long n, Acc* out, long long ahead) {
   constexpr long long line = 64 / static_cast<long long>(sizeof(T));
   constexpr long long chunk = line > lanes ? line : lanes;  // whole lines and whole steps of `lanes`
   const long long whole = n - n % chunk;
+  const auto request = [&](long long j0, long long j1) {  // the lines of [j0, j1) of every row, ahead
+    for (int q = 0; q < rows; ++q) {
+      for (long long k = j0; k < j1; k += line) prefetch_hint(x + q * stride + ahead + k);
+    }
+  };
+  if constexpr (requests == Requests::before) request(0, n);
   Acc part[rows][lanes];
   long long j = 0;
-  // step(j0) adds the terms [j0, j0 + lanes) of every row; all_steps runs every whole step, with
-  // the requests.
+  // step(j0) adds the terms [j0, j0 + lanes) of every row; all_steps runs every whole step.
   const auto all_steps = [&](const auto& step) {
-    const auto request = [&]([[maybe_unused]] long long j0, [[maybe_unused]] long long j1) {
-      if constexpr (prefetch) {
-        for (int q = 0; q < rows; ++q) {
-          for (long long k = j0; k < j1; k += line) prefetch_hint(x + q * stride + ahead + k);
-        }
-      }
-    };
     for (; j < whole;) {
-      request(j, j + chunk);
+      if constexpr (requests == Requests::during) request(j, j + chunk);
       for (const long long end = j + chunk; j < end; j += lanes) step(j);
     }
-    request(whole, n);
+    if constexpr (requests == Requests::during) request(whole, n);
     for (; j + lanes <= n; j += lanes) step(j);
   };
 #if defined(KPMAP_HOST_VECTORS)
@@ -169,17 +170,13 @@ template <int rows, int group, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
                                       long long n, Acc* out, long long ahead) {
   constexpr int lanes = dot_lanes<Acc, T>;
-  constexpr long long line = 64 / static_cast<long long>(sizeof(T));
   static_assert(rows % group == 0, "rows is a multiple of the group");
   const bool burst = group * n * static_cast<long long>(sizeof(T)) <= burst_bytes;
   for (int q = 0; q < rows; q += group) {
     if (burst) {
-      for (int p = q; p < q + group; ++p) {
-        for (long long j = 0; j < n; j += line) prefetch_hint(x + p * stride + ahead + j);
-      }
-      interleaved_dot<group, lanes, false>(x + q * stride, stride, w, n, out + q, ahead);
+      interleaved_dot<group, lanes, Requests::before>(x + q * stride, stride, w, n, out + q, ahead);
     } else {
-      interleaved_dot<group, lanes, true>(x + q * stride, stride, w, n, out + q, ahead);
+      interleaved_dot<group, lanes, Requests::during>(x + q * stride, stride, w, n, out + q, ahead);
     }
   }
 }
