@@ -11,10 +11,13 @@
 // instead of building one at a time, so that interleaving does not rebuild X at every switch.
 //
 // Counters: GBps = 1e9 bytes of X per second (X only: y, w and the gradient are ~1/F of it);
-// of_stream = GBps / the stream_read GBps measured on the same View in the same run.
+// of_stream = GBps / the stream_read GBps measured on the same View in the same run, except in
+// the fused_paired rows, which time a stream read and a fused call back to back in every
+// iteration and give the median of the per-pair ratios (see paired).
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -143,49 +146,122 @@ std::string key(const std::string& type, long long features) {
   return type + "/" + layout_name<Layout>() + "/" + std::to_string(features);
 }
 
+// One stream read of the X of a shard: the read-only reduction over every word of it.
+template <class T, class Layout>
+class StreamRead {
+ public:
+  using Word = typename StreamSum<T>::Word;
+  explicit StreamRead(const kpmap::Shard<T, Layout>& s) {
+    f_.x = s.X.data();
+    f_.words = static_cast<long long>(s.X.span() * sizeof(T) / sizeof(Word));
+  }
+  double bytes() const { return static_cast<double>(f_.words) * sizeof(Word); }
+  void operator()() {
+    const long long chunks = (f_.words + StreamSum<T>::chunk - 1) / StreamSum<T>::chunk;
+    const Kokkos::View<Word*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> result(sums_,
+                                                                                               StreamSum<T>::lanes);
+    Kokkos::parallel_reduce("kpmap::bench::stream_read",
+                            Kokkos::RangePolicy<kpmap::execution_space, Kokkos::IndexType<long long>>(0, chunks), f_,
+                            result);
+    benchmark::DoNotOptimize(sums_);
+  }
+
+ private:
+  StreamSum<T> f_;
+  Word sums_[StreamSum<T>::lanes];
+};
+
+// One gradient call of kernel K on the X of a shard, as the trainer makes it. Constructing it
+// makes one untimed call, which allocates the model's workspace (for 16-bit storage on the
+// kokkos_kernels path, a float copy of X), as the train loop does once per run.
+template <class T, class Layout, kpmap::GradientKernel K>
+class GradientCall {
+ public:
+  explicit GradientCall(const kpmap::Shard<T, Layout>& s)
+      : s_(s), model_(K), params_("params", s.X.extent(1) + 1), grads_("grads", s.X.extent(1) + 1) {
+    Kokkos::deep_copy(params_, T(0.01));
+    (*this)();
+  }
+  double bytes() const { return static_cast<double>(s_.X.span() * sizeof(T)); }
+  void operator()() {
+    const auto [w, b] = kpmap::split_params(params_, static_cast<long long>(s_.X.extent(1)));
+    const auto [gw, gb] = kpmap::split_params(grads_, static_cast<long long>(s_.X.extent(1)));
+    const double loss = model_.fused(exec_, s_.X, s_.y, w, b, gw, gb);  // returns after its kernels completed
+    benchmark::DoNotOptimize(loss);
+  }
+
+ private:
+  const kpmap::Shard<T, Layout>& s_;
+  kpmap::execution_space exec_;
+  kpmap::LinearModel<T, acc_t<T>> model_;
+  kpmap::View1<T> params_;
+  kpmap::View1<acc_t<T>> grads_;
+};
+
 template <class T, class Layout>
 void stream_read(benchmark::State& state, long long features) {
-  const auto& s = shard<T, Layout>(features);
-  using Word = typename StreamSum<T>::Word;
-  StreamSum<T> f;
-  f.x = s.X.data();
-  f.words = static_cast<long long>(s.X.span() * sizeof(T) / sizeof(Word));
-  const long long chunks = (f.words + StreamSum<T>::chunk - 1) / StreamSum<T>::chunk;
-  Word sums[StreamSum<T>::lanes];
-  const Kokkos::View<Word*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> result(sums, StreamSum<T>::lanes);
+  StreamRead<T, Layout> read(shard<T, Layout>(features));
   double seconds = 0;
   for (auto _ : state) {
     Kokkos::Timer timer;
-    Kokkos::parallel_reduce("kpmap::bench::stream_read",
-                            Kokkos::RangePolicy<kpmap::execution_space, Kokkos::IndexType<long long>>(0, chunks), f,
-                            result);
+    read();
     seconds += timer.seconds();
-    benchmark::DoNotOptimize(sums);
   }
-  stream_gbps[key<Layout>(type_name<T>(), features)] = set_counters(state, static_cast<double>(f.words) * sizeof(Word), seconds);
+  stream_gbps[key<Layout>(type_name<T>(), features)] = set_counters(state, read.bytes(), seconds);
 }
 
 template <class T, class Layout, kpmap::GradientKernel K>
 void gradient(benchmark::State& state, long long features) {
   const auto& s = shard<T, Layout>(features);
-  kpmap::execution_space exec;
-  kpmap::LinearModel<T, acc_t<T>> model(K);
-  kpmap::View1<T> params("params", features + 1);
-  kpmap::View1<acc_t<T>> grads("grads", features + 1);
-  Kokkos::deep_copy(params, T(0.01));
-  const auto [w, b] = kpmap::split_params(params, features);
-  const auto [gw, gb] = kpmap::split_params(grads, features);
-  // One untimed call first: it allocates the model's workspace (for 16-bit storage on the
-  // kokkos_kernels path, a float copy of X), which the train loop does once per run.
-  double loss = model.fused(exec, s.X, s.y, w, b, gw, gb), seconds = 0;
+  GradientCall<T, Layout, K> call(s);
+  double seconds = 0;
   for (auto _ : state) {
     Kokkos::Timer timer;
-    loss = model.fused(exec, s.X, s.y, w, b, gw, gb);  // returns after its kernels completed
+    call();
     seconds += timer.seconds();
-    benchmark::DoNotOptimize(loss);
   }
   state.SetLabel(std::to_string(s.X.extent(0)) + " x " + std::to_string(features));
-  set_counters(state, static_cast<double>(s.X.span() * sizeof(T)), seconds, key<Layout>(type_name<T>(), features));
+  set_counters(state, call.bytes(), seconds, key<Layout>(type_name<T>(), features));
+}
+
+// Each iteration times one stream read and one call of kernel K on the same X, back to back, the
+// one or the other first in alternate iterations. of_stream = the median over iterations of the
+// kernel's rate over the stream read's, each pair measured within a few tens of milliseconds, so
+// that the host's bandwidth, which moves over seconds, is the same for both terms of each ratio;
+// of_stream_q1 and of_stream_q3: the quartiles. GBps and stream_GBps: the two rates over all
+// iterations.
+template <class T, class Layout, kpmap::GradientKernel K>
+void paired(benchmark::State& state, long long features) {
+  const auto& s = shard<T, Layout>(features);
+  StreamRead<T, Layout> read(s);
+  GradientCall<T, Layout, K> call(s);
+  std::vector<double> ratios;
+  double stream_seconds = 0, seconds = 0;
+  for (auto _ : state) {
+    double t[2];  // stream read, kernel
+    for (int k = 0; k < 2; ++k) {
+      const bool stream = (k == 0) == (ratios.size() % 2 == 0);
+      Kokkos::Timer timer;
+      if (stream) {
+        read();
+      } else {
+        call();
+      }
+      t[stream ? 0 : 1] = timer.seconds();
+    }
+    stream_seconds += t[0], seconds += t[1];
+    ratios.push_back(t[0] / read.bytes() * call.bytes() / t[1]);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const auto at = [&](double q) {
+    return ratios[static_cast<std::size_t>(q * static_cast<double>(ratios.size() - 1) + 0.5)];
+  };
+  state.SetLabel(std::to_string(s.X.extent(0)) + " x " + std::to_string(features));
+  set_counters(state, call.bytes(), seconds);
+  state.counters["stream_GBps"] = read.bytes() * static_cast<double>(state.iterations()) / stream_seconds / 1e9;
+  state.counters["of_stream"] = at(0.5);
+  state.counters["of_stream_q1"] = at(0.25);
+  state.counters["of_stream_q3"] = at(0.75);
 }
 
 template <class T, class Layout>
@@ -202,6 +278,7 @@ void register_layout(bool with_rows, bool with_blas) {
     add("stream_read", stream_read<T, Layout>);
     if (with_rows) {  // the kernels that read LayoutRight rows
       add("fused", gradient<T, Layout, GradientKernel::fused>);
+      add("fused_paired", paired<T, Layout, GradientKernel::fused>);
       add("team", gradient<T, Layout, GradientKernel::team>);
     }
     if (with_blas) add("kokkos_kernels", gradient<T, Layout, GradientKernel::kokkos_kernels>);
