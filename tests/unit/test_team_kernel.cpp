@@ -241,10 +241,13 @@ TEST(TeamKernel, ExactAtEveryWidthFp16) { check_widths<kpmap::fp16, float>(); }
 
 // The fused kernel at its compile-time row lengths and one either side: fused() and backward() on
 // a 2-block split (whose blocks are specialised too at twice a specialised width) run the
-// specialisations, the residual + column-window passes the generic code; all exact.
+// specialisations, the residual + column-window passes the generic code; all exact. 2048 and
+// 4096 features: fused() sums the blocks of 8 rows in two halves (split_block_bytes) in fp64 at
+// both and in fp32 at 4096, the passes whole blocks.
 template <class T>
 void check_fused_widths() {
-  for (long long F : {7LL, 8LL, 9LL, 15LL, 16LL, 17LL, 31LL, 32LL, 33LL, 63LL, 64LL, 65LL, 128LL}) {
+  for (long long F :
+       {7LL, 8LL, 9LL, 15LL, 16LL, 17LL, 31LL, 32LL, 33LL, 63LL, 64LL, 65LL, 128LL, 2048LL, 4096LL}) {
     for (long long n : {1LL, 8LL, 13LL, 70LL}) {
       const Data d = make_data(n, F, n != 13);
       const Reference ref = reference(d);

@@ -6,19 +6,18 @@
 // Why the loops look the way they do: without -ffast-math a compiler may not reorder a sum, so
 // a plain dot product runs one dependent add per element. row_dot keeps `lanes` independent
 // partial sums, which the compiler turns into SIMD registers, and the gradient update is a
-// restrict-qualified axpy. A work item takes 8 consecutive rows: with 8-byte elements their dot
-// products read memory in address order, one row after the other; with 4-byte elements the rows
-// are interleaved 4 at a time so that each load of w serves all of them (faster out of cache in
-// fp32, slower in fp64). Before each row (or group of 4) is read, the lines of the rows 2 KiB
-// further on are requested (groups up to 4 KiB). Then one axpy adds all 8 rows, still in L1
+// restrict-qualified axpy. A work item takes 8 consecutive rows: rows shorter than 4 KiB are
+// summed one after the other, in address order; wider rows 4 at a time, interleaved, so that each
+// load of w serves all of them (dot_group). The lines 8 KiB or one group of rows further on in X
+// are requested as the rows are read (block_dot). Then one axpy adds all 8 rows, still in L1
 // (16 KiB in fp64 at 256 features), so the thread-private gradient is loaded and stored once per
 // 8 rows, while it requests the next 8 rows, so that memory keeps streaming during the
-// arithmetic. For fp32 and fp64 rows of 8, 16, 32 or 64 features the row length is a
-// compile-time constant (reduce_part), so that these short loops unroll. On GCC-compatible host
-// compilers the fp32 / fp64 block loops run on 16-byte vector types (KPMAP_HOST_VECTORS): the
-// same sums in the same order, kept in registers. Rows of LayoutRight
-// views take this pointer path; any other layout falls back to View indexing, one row at a time
-// (correct, not tuned). Measured bandwidth at every width: docs/performance.md.
+// arithmetic (blocks of wide rows in two halves of 4 rows: split_block_bytes). For fp32 and fp64
+// rows of 8, 16, 32 or 64 features the row length is a compile-time constant (reduce_part), so
+// that these short loops unroll. On GCC-compatible host compilers the fp32 / fp64 block loops run
+// on 16-byte vector types (KPMAP_HOST_VECTORS): the same sums in the same order, kept in
+// registers. Rows of LayoutRight views take this pointer path; any other layout falls back to
+// View indexing, one row at a time (correct, not tuned). Measured bandwidth at every width: docs/performance.md.
 //
 // 16-bit storage (T = bf16 or fp16, Acc = float): every element is converted to float where it
 // is used and nothing is rounded to 16 bits. 16-bit rows of LayoutRight views take their own
@@ -152,6 +151,7 @@ inline constexpr int dot_lanes = sizeof(T) == 4 && sizeof(Acc) == 4 ? 8 : simd_l
 // Rows whose dot products are interleaved: rows of at least interleave_bytes 4 at a time, narrower
 // rows one after the other, in address order (measured out of cache: docs/performance.md).
 inline constexpr long long interleave_bytes = 4096;
+
 KOKKOS_INLINE_FUNCTION constexpr int dot_group(long long row_bytes) { return row_bytes >= interleave_bytes ? 4 : 1; }
 
 // How far ahead of the rows being read block_dot requests X, in bytes: at least this, and at
@@ -160,6 +160,15 @@ KOKKOS_INLINE_FUNCTION constexpr int dot_group(long long row_bytes) { return row
 // wait for the core's free miss buffers. docs/performance.md.
 inline constexpr long long prefetch_distance = 8192;
 inline constexpr long long burst_bytes = 2048;
+
+// A one-pass block of 8 rows of at least split_block_bytes (fp64 rows from 2048 features, fp32
+// from 4096) is summed in two halves of 4 rows, each half's dot products and then its axpy, so
+// that the rows the axpy reads back are still in the core's L2 (512 KiB on the machine measured)
+// while the next rows are requested: a whole block, the next block's requested rows and the
+// requests ahead of the dot products would not fit. The gradient sums are the same: the axpy
+// adds the rows to each g[j] in row order either way, and the halves only store g[j] between
+// row 3 and row 4.
+inline constexpr long long split_block_bytes = 131072;
 
 // out[q] = the dot product of row q with w for q < rows, `group` rows at a time, requesting the
 // lines `ahead` elements further on in X (see rows_block): a group of at most burst_bytes all at
@@ -439,6 +448,17 @@ struct GradientReduce {
         const long long ahead = far > group * stride ? far : group * stride;
         const bool inside = (i0 + block) * stride + ahead <= static_cast<long long>(X.extent(0)) * stride;
         Acc d[block];
+        if constexpr (part == Part::all) {  // wide rows: two halves (split_block_bytes)
+          if (block * F * static_cast<long long>(sizeof(T)) >= split_block_bytes) {
+            for (int h = 0; h < block; h += 4) {  // each half's axpy requests the same rows of the next block
+              block_dot<4, 4>(x + h * stride, stride, w.data(), F, d + h, inside ? ahead : 0);
+              for (int q = h; q < h + 4; ++q) r[q] += d[q];
+              block_axpy<4>(acc, r + h, x + h * stride, stride, F, next_rows(i0, x, stride) + h * stride);
+            }
+            add_residuals<block>(i0, r, acc);
+            return;
+          }
+        }
         if (group == 4) {
           block_dot<block, 4>(x, stride, w.data(), F, d, inside ? ahead : 0);
         } else {
