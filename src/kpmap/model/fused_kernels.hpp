@@ -17,7 +17,8 @@
 // that these short loops unroll. On GCC-compatible host compilers the fp32 / fp64 block loops run
 // on 16-byte vector types (KPMAP_HOST_VECTORS): the same sums in the same order, kept in
 // registers. Rows of LayoutRight views take this pointer path; any other layout falls back to
-// View indexing, one row at a time (correct, not tuned). Measured bandwidth at every width: docs/performance.md.
+// View indexing, one row at a time (correct, not tuned). Measured bandwidth at every width:
+// docs/performance.md.
 //
 // 16-bit storage (T = bf16 or fp16, Acc = float): every element is converted to float where it
 // is used and nothing is rounded to 16 bits. 16-bit rows of LayoutRight views take their own
@@ -151,7 +152,6 @@ inline constexpr int dot_lanes = sizeof(T) == 4 && sizeof(Acc) == 4 ? 8 : simd_l
 // Rows whose dot products are interleaved: rows of at least interleave_bytes 4 at a time, narrower
 // rows one after the other, in address order (measured out of cache: docs/performance.md).
 inline constexpr long long interleave_bytes = 4096;
-
 KOKKOS_INLINE_FUNCTION constexpr int dot_group(long long row_bytes) { return row_bytes >= interleave_bytes ? 4 : 1; }
 
 // How far ahead of the rows being read block_dot requests X, in bytes: at least this, and at
