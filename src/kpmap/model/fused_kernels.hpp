@@ -431,46 +431,52 @@ struct GradientReduce {
   }
 
   KOKKOS_INLINE_FUNCTION void rows_block(long long i0, value_type acc) const {
+    using T = typename XView::non_const_value_type;
     const long long F = row_length();
     const long long stride = static_cast<long long>(X.stride(0));
-    const auto* x = X.data() + i0 * stride;
     Acc r[block];
-    if constexpr (part == Part::columns) {
-      for (int q = 0; q < block; ++q) r[q] = res(i0 + q);
-    } else {
-      for (int q = 0; q < block; ++q) r[q] = residual_offset(i0 + q);
-      if constexpr (std::is_same_v<Tag, Fused>) {
-        // The rows prefetch_distance bytes, or a group of rows, ahead; the rows themselves at the
-        // end of X, so that no pointer leaves it.
-        using T = typename XView::non_const_value_type;
-        const int group = dot_group(F * static_cast<long long>(sizeof(T)));
-        const long long far = prefetch_distance / static_cast<long long>(sizeof(T));
-        const long long ahead = far > group * stride ? far : group * stride;
-        const bool inside = (i0 + block) * stride + ahead <= static_cast<long long>(X.extent(0)) * stride;
-        Acc d[block];
-        if constexpr (part == Part::all) {  // wide rows: two halves (split_block_bytes)
-          if (block * F * static_cast<long long>(sizeof(T)) >= split_block_bytes) {
-            for (int h = 0; h < block; h += 4) {  // each half's axpy requests the same rows of the next block
-              block_dot<4, 4>(x + h * stride, stride, w.data(), F, d + h, inside ? ahead : 0);
-              for (int q = h; q < h + 4; ++q) r[q] += d[q];
-              block_axpy<4>(acc, r + h, x + h * stride, stride, F, next_rows(i0, x, stride) + h * stride);
-            }
-            add_residuals<block>(i0, r, acc);
-            return;
-          }
-        }
-        if (group == 4) {
-          block_dot<block, 4>(x, stride, w.data(), F, d, inside ? ahead : 0);
-        } else {
-          block_dot<block, 1>(x, stride, w.data(), F, d, inside ? ahead : 0);
-        }
-        for (int q = 0; q < block; ++q) r[q] += d[q];
+    for (int q = 0; q < block; ++q) {
+      if constexpr (part == Part::columns) {
+        r[q] = res(i0 + q);
+      } else {
+        r[q] = residual_offset(i0 + q);
       }
     }
-    if constexpr (part != Part::residual) {
-      block_axpy<block>(acc, r, x + first_col(), stride, cols(), next_rows(i0, x, stride) + first_col());
+    // The dot products request the rows prefetch_distance bytes, or a group of rows, ahead; the
+    // rows themselves at the end of X, so that no pointer leaves it.
+    const int group = dot_group(F * static_cast<long long>(sizeof(T)));
+    const long long far = prefetch_distance / static_cast<long long>(sizeof(T));
+    const long long ahead = far > group * stride ? far : group * stride;
+    const bool inside = (i0 + block) * stride + ahead <= static_cast<long long>(X.extent(0)) * stride;
+    static_assert(split_block_bytes / block >= interleave_bytes, "the halves' rows are dot_group 4");
+    if (std::is_same_v<Tag, Fused> && part == Part::all &&
+        block * F * static_cast<long long>(sizeof(T)) >= split_block_bytes) {  // wide rows: two halves
+      rows_part<block / 2, 4>(i0, 0, r, inside ? ahead : 0, acc);
+      rows_part<block / 2, 4>(i0, block / 2, r, inside ? ahead : 0, acc);
+    } else if (group == 4) {
+      rows_part<block, 4>(i0, 0, r, inside ? ahead : 0, acc);
+    } else {
+      rows_part<block, 1>(i0, 0, r, inside ? ahead : 0, acc);
     }
     add_residuals<block>(i0, r, acc);
+  }
+
+  // Rows [i0 + h, i0 + h + rows) of the whole block at i0, with their residuals r[h, h + rows):
+  // their dot products (Fused, but for columns), `group` rows at a time, then their axpy, which
+  // requests the same rows of the next block.
+  template <int rows, int group>
+  KOKKOS_INLINE_FUNCTION void rows_part(long long i0, int h, Acc* r, long long ahead, value_type acc) const {
+    const long long stride = static_cast<long long>(X.stride(0));
+    const auto* x = X.data() + i0 * stride;
+    if constexpr (std::is_same_v<Tag, Fused> && part != Part::columns) {
+      Acc d[rows];
+      block_dot<rows, group>(x + h * stride, stride, w.data(), row_length(), d, ahead);
+      for (int q = 0; q < rows; ++q) r[h + q] += d[q];
+    }
+    if constexpr (part != Part::residual) {
+      block_axpy<rows>(acc, r + h, x + h * stride + first_col(), stride, cols(),
+                       next_rows(i0, x, stride) + h * stride + first_col());
+    }
   }
 
   // 16-bit rows (half_kernels.hpp). With a dot product, it requests the first half of the next
