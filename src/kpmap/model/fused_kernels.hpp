@@ -8,11 +8,11 @@
 // partial sums, which the compiler turns into SIMD registers, and the gradient update is a
 // restrict-qualified axpy. A work item takes 8 consecutive rows: rows shorter than 4 KiB are
 // summed one after the other, in address order; wider rows 4 at a time, interleaved, so that each
-// load of w serves all of them (dot_group). The lines 8 KiB or one group of rows further on in X
-// are requested as the rows are read (block_dot). Then one axpy adds all 8 rows, still in L1
-// (16 KiB in fp64 at 256 features), so the thread-private gradient is loaded and stored once per
-// 8 rows, while it requests the next 8 rows, so that memory keeps streaming during the
-// arithmetic (blocks of wide rows in two halves of 4 rows: split_block_bytes). For fp32 and fp64
+// load of w serves all of them (dot_group). The lines 16 KiB or one group of rows further on in X
+// are requested into L2 (prefetch_hint) as the rows are read (block_dot). Then one axpy adds all
+// 8 rows, still in L1 (16 KiB in fp64 at 256 features), so the thread-private gradient is loaded
+// and stored once per 8 rows, while it requests the next 8 rows, so that memory keeps streaming
+// during the arithmetic (blocks of wide rows in two halves of 4 rows: split_block_bytes). For fp32 and fp64
 // rows of 8, 16, 32 or 64 features the row length is a compile-time constant (reduce_part), so
 // that these short loops unroll. On GCC-compatible host compilers the fp32 / fp64 block loops run
 // on 16-byte vector types (KPMAP_HOST_VECTORS): the same sums in the same order, kept in
@@ -86,7 +86,6 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
     }
   };
   if constexpr (requests == Requests::before) request(0, n);
-  Acc part[rows][lanes];
   long long j = 0;
   // step(j0) adds the terms [j0, j0 + lanes) of every row; all_steps runs every whole step.
   const auto all_steps = [&](const auto& step) {
@@ -117,10 +116,27 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
       }
     };
     all_steps(step);
-    std::memcpy(part, vpart, sizeof part);
+    // The tail and the fold on the vectors themselves, lane for lane the adds of the plain code
+    // below (copied to an array first, the fold let GCC with AVX load 32 bytes that two 16-byte
+    // stores had just written, which store forwarding cannot serve: a stall per row).
+    for (int k = 0; j + k < n; ++k) {
+      for (int q = 0; q < rows; ++q) vpart[q][k / per][k % per] += x[q * stride + j + k] * w[j + k];
+    }
+    for (int q = 0; q < rows; ++q) {
+      for (int half = vectors / 2; half > 0; half /= 2) {
+        for (int v = 0; v < half; ++v) vpart[q][v] += vpart[q][v + half];
+      }
+      Acc lane[per];
+      for (int k = 0; k < per; ++k) lane[k] = vpart[q][0][k];
+      for (int width = per / 2; width > 0; width /= 2) {
+        for (int k = 0; k < width; ++k) lane[k] += lane[k + width];
+      }
+      out[q] = lane[0];
+    }
   } else
 #endif
   {
+    Acc part[rows][lanes];
     for (int q = 0; q < rows; ++q) {
       for (int k = 0; k < lanes; ++k) part[q][k] = 0;
     }
@@ -132,15 +148,15 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
       }
     };
     all_steps(step);
-  }
-  for (int k = 0; j + k < n; ++k) {
-    for (int q = 0; q < rows; ++q) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
-  }
-  for (int q = 0; q < rows; ++q) {
-    for (int width = lanes / 2; width > 0; width /= 2) {
-      for (int k = 0; k < width; ++k) part[q][k] += part[q][k + width];
+    for (int k = 0; j + k < n; ++k) {
+      for (int q = 0; q < rows; ++q) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
     }
-    out[q] = part[q][0];
+    for (int q = 0; q < rows; ++q) {
+      for (int width = lanes / 2; width > 0; width /= 2) {
+        for (int k = 0; k < width; ++k) part[q][k] += part[q][k + width];
+      }
+      out[q] = part[q][0];
+    }
   }
 }
 
@@ -158,7 +174,7 @@ KOKKOS_INLINE_FUNCTION constexpr int dot_group(long long row_bytes) { return row
 // least one group of rows; and the largest group of rows whose lines are all requested before
 // its dot product. Larger groups request one line per line read: a burst of their lines would
 // wait for the core's free miss buffers. docs/performance.md.
-inline constexpr long long prefetch_distance = 8192;
+inline constexpr long long prefetch_distance = 16384;
 inline constexpr long long burst_bytes = 2048;
 
 // A one-pass block of 8 rows of at least split_block_bytes (fp64 rows from 2048 features, fp32
