@@ -117,8 +117,8 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
     };
     all_steps(step);
     // The tail and the fold on the vectors themselves, lane for lane the adds of the plain code
-    // below (copied to an array first, the fold let GCC with AVX load 32 bytes that two 16-byte
-    // stores had just written, which store forwarding cannot serve: a stall per row).
+    // below: folded in an array, GCC with AVX loads 32 bytes that two 16-byte stores have just
+    // written, which store forwarding cannot serve (a stall per row).
     for (int k = 0; j + k < n; ++k) {
       for (int q = 0; q < rows; ++q) vpart[q][k / per][k % per] += x[q * stride + j + k] * w[j + k];
     }
