@@ -12,13 +12,13 @@
 // are requested into L2 (prefetch_hint) as the rows are read (block_dot). Then one axpy adds all
 // 8 rows, still in L1 (16 KiB in fp64 at 256 features), so the thread-private gradient is loaded
 // and stored once per 8 rows, while it requests the next 8 rows, so that memory keeps streaming
-// during the arithmetic (blocks of wide rows in two halves of 4 rows: split_block_bytes). For fp32 and fp64
-// rows of 8, 16, 32 or 64 features the row length is a compile-time constant (reduce_part), so
-// that these short loops unroll. On GCC-compatible host compilers the fp32 / fp64 block loops run
-// on 16-byte vector types (KPMAP_HOST_VECTORS): the same sums in the same order, kept in
-// registers. Rows of LayoutRight views take this pointer path; any other layout falls back to
-// View indexing, one row at a time (correct, not tuned). Measured bandwidth at every width:
-// docs/performance.md.
+// during the arithmetic (blocks of wide rows in two halves of 4 rows: split_block_bytes). For
+// fp32 and fp64 rows of 8, 16, 32 or 64 features the row length is a compile-time constant
+// (reduce_part), so that these short loops unroll. On GCC-compatible host compilers the fp32 /
+// fp64 block loops run on 16-byte vector types (KPMAP_HOST_VECTORS): the same sums in the same
+// order, kept in registers. Rows of LayoutRight views take this pointer path; any other layout
+// falls back to View indexing, one row at a time (correct, not tuned). Measured bandwidth at
+// every width: docs/performance.md.
 //
 // 16-bit storage (T = bf16 or fp16, Acc = float): every element is converted to float where it
 // is used and nothing is rounded to 16 bits. 16-bit rows of LayoutRight views take their own
