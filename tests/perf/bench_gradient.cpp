@@ -13,7 +13,9 @@
 // Counters: GBps = 1e9 bytes of X per second (X only: y, w and the gradient are ~1/F of it);
 // of_stream = GBps / the stream_read GBps measured on the same View in the same run, except in
 // the fused_paired rows, which time a stream read and a fused call back to back in every
-// iteration and give the median of the per-pair ratios (see paired).
+// iteration and give the median of the per-pair ratios (see paired). Where the fused kernel runs
+// its AVX2 version (model/host_isa.hpp; context host_isa), fused_paired_baseline rows time its
+// baseline SSE2 loops the same way.
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
@@ -29,6 +31,7 @@
 
 #include "kpmap/core/half.hpp"
 #include "kpmap/data/shard.hpp"
+#include "kpmap/model/host_isa.hpp"
 #include "kpmap/model/linear_model.hpp"
 
 namespace {
@@ -235,9 +238,13 @@ void gradient(benchmark::State& state, long long features) {
 // kernel's rate over the stream read's, each pair measured within a few tens of milliseconds, so
 // that the host's bandwidth, which moves over seconds, is the same for both terms of each ratio;
 // of_stream_q1 and of_stream_q3: the quartiles. GBps and stream_GBps: the two rates over all
-// iterations.
-template <class T, class Layout, kpmap::GradientKernel K>
+// iterations. baseline: the fused kernel's baseline loops where it would run their AVX2 version
+// (model/host_isa.hpp), for the fused_paired_baseline rows.
+template <class T, class Layout, kpmap::GradientKernel K, bool baseline = false>
 void paired(benchmark::State& state, long long features) {
+  namespace md = kpmap::model_detail;
+  const md::HostIsa isa = md::host_isa();
+  if (baseline) md::set_host_isa(md::HostIsa::baseline);
   const auto& s = shard<T, Layout>(features);
   StreamRead<T, Layout> read(s);
   GradientCall<T, Layout, K> call(s);
@@ -268,6 +275,7 @@ void paired(benchmark::State& state, long long features) {
   state.counters["of_stream"] = at(0.5);
   state.counters["of_stream_q1"] = at(0.25);
   state.counters["of_stream_q3"] = at(0.75);
+  md::set_host_isa(isa);
 }
 
 template <class T, class Layout>
@@ -285,6 +293,9 @@ void register_layout(bool with_rows, bool with_blas) {
     if (with_rows) {  // the kernels that read LayoutRight rows
       add("fused", gradient<T, Layout, GradientKernel::fused>);
       add("fused_paired", paired<T, Layout, GradientKernel::fused>);
+      if (kpmap::model_detail::host_isa() == kpmap::model_detail::HostIsa::avx2) {
+        add("fused_paired_baseline", paired<T, Layout, GradientKernel::fused, true>);
+      }
       add("team", gradient<T, Layout, GradientKernel::team>);
     }
     if (with_blas) add("kokkos_kernels", gradient<T, Layout, GradientKernel::kokkos_kernels>);
@@ -334,6 +345,7 @@ int main(int argc, char** argv) {
   register_layout<kpmap::fp16, Kokkos::LayoutRight>(true, false);
   benchmark::AddCustomContext("kokkos_threads", std::to_string(kpmap::execution_space().concurrency()));
   benchmark::AddCustomContext("x_mib", std::to_string(x_mib));
+  benchmark::AddCustomContext("host_isa", kpmap::model_detail::host_isa_name(kpmap::model_detail::host_isa()));
   benchmark::RunSpecifiedBenchmarks();
   for (auto& free_one : free_shards) free_one();  // before Kokkos finalizes
   free_shards.clear();

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kpmap/core/half.hpp"
+#include "kpmap/model/host_isa.hpp"
 #include "kpmap/model/linear_model.hpp"
 #include "model_common.hpp"
 
@@ -311,8 +312,10 @@ TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp32) { check_fixed_width_is_g
 // dot product keeps `lanes` partial sums (term j in partial j % lanes) folded pairwise by
 // halves, and each gradient element adds the rows' products in row order. Real-valued data, a
 // negative zero among the coefficients, widths with and without a partial cache line or a
-// partial group of partial sums: the sums must be bitwise equal.
-template <class T>
+// partial group of partial sums: the sums must be bitwise equal. With the vector types of the
+// baseline loops (16 bytes) and of the AVX2 version (32 bytes, model/host_isa.hpp), here compiled
+// for the baseline target: the same sums either way.
+template <class T, int vector_bytes>
 void check_block_loops() {
   namespace md = kpmap::model_detail;
   constexpr int rows = 8, lanes = md::dot_lanes<T, T>;
@@ -325,9 +328,9 @@ void check_block_loops() {
     T a[rows], d1[rows], d4[rows];
     for (int q = 0; q < rows; ++q) a[q] = static_cast<T>(q - 3) / T(7);
     a[3] = -T(0);
-    md::block_dot<rows, 1>(x.data(), stride, w.data(), F, d1, 0);
-    md::block_dot<rows, 4>(x.data(), stride, w.data(), F, d4, 0);
-    md::block_axpy<rows>(g.data(), a, x.data(), stride, F, x.data());
+    md::block_dot<rows, 1, vector_bytes>(x.data(), stride, w.data(), F, d1, 0);
+    md::block_dot<rows, 4, vector_bytes>(x.data(), stride, w.data(), F, d4, 0);
+    md::block_axpy<rows, vector_bytes>(g.data(), a, x.data(), stride, F, x.data());
     long long differ = 0;
     for (int q = 0; q < rows; ++q) {
       T part[lanes] = {};
@@ -347,8 +350,93 @@ void check_block_loops() {
   }
 }
 
-TEST(FusedKernel, BlockLoopsAreThePlainSumsFp64) { check_block_loops<double>(); }
-TEST(FusedKernel, BlockLoopsAreThePlainSumsFp32) { check_block_loops<float>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSumsFp64) { check_block_loops<double, 16>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSumsFp32) { check_block_loops<float, 16>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSums32ByteVectorsFp64) { check_block_loops<double, 32>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSums32ByteVectorsFp32) { check_block_loops<float, 32>(); }
+
+// The fused kernel's AVX2 version (model/host_isa.hpp) against its baseline loops, on
+// real-valued data, through every entry point of the fused path (fused, backward, residual and
+// residual_from_z, gradient_columns windows), for every storage type: the same sums in the same
+// order, so the same bits. Widths: the compile-time ones, partial cache lines and lane groups,
+// rows interleaved 4 at a time (1029), blocks summed in halves (4096). Where the AVX2 version
+// runs, the exact tests above run it; this test carries their checks over to the baseline loops.
+// Skipped where the build or the CPU has no AVX2 version.
+template <class T, class Acc>
+std::vector<double> fused_path_results(long long n, long long F) {
+  kpmap::execution_space exec;
+  const std::vector<double> xs = kpmap::test::hashed(static_cast<std::size_t>(n * F), 11);
+  Kokkos::View<T**, Kokkos::LayoutRight, kpmap::device_type> X("X", n, F);
+  auto h = Kokkos::create_mirror_view(X);
+  for (long long i = 0; i < n; ++i) {
+    for (long long j = 0; j < F; ++j) h(i, j) = static_cast<T>(xs[i * F + j]);
+  }
+  Kokkos::deep_copy(X, h);
+  const View1<T> y = kpmap::test::device_vector<T>(kpmap::test::hashed(n, 12));
+  const View1<Acc> z = kpmap::test::device_vector<Acc>(kpmap::test::hashed(n, 13));
+  const View1<T> params = kpmap::test::device_vector<T>(kpmap::test::hashed(F + 1, 14));
+  const auto [w, b] = kpmap::split_params(params, F);
+  kpmap::LinearModel<T, Acc> model(GradientKernel::fused);
+  std::vector<double> out;
+  const auto keep = [&](const View1<Acc>& v, double loss) {
+    const auto hv = to_host(v);
+    for (std::size_t k = 0; k < hv.extent(0); ++k) out.push_back(static_cast<double>(hv(k)));
+    out.push_back(loss);
+  };
+  const auto gradient = [&] { return View1<Acc>("g", F + 1); };
+  {
+    const View1<Acc> g = gradient();
+    const auto [gw, gb] = kpmap::split_params(g, F);
+    keep(g, model.fused(exec, X, y, w, b, gw, gb));
+  }
+  {
+    const View1<Acc> g = gradient();
+    const auto [gw, gb] = kpmap::split_params(g, F);
+    keep(g, model.backward(exec, X, z, y, gw, gb));
+  }
+  for (bool from_z : {false, true}) {
+    const View1<Acc> g = gradient(), r("r", n);
+    const auto [gw, gb] = kpmap::split_params(g, F);
+    const double loss = from_z ? model.residual_from_z(exec, X, z, y, r, gb) : model.residual(exec, X, y, w, b, r, gb);
+    const long long cuts[3] = {0, F / 3, F};
+    for (int c = 0; c < 2; ++c) {
+      model.gradient_columns(exec, X, r, cuts[c], Kokkos::subview(gw, Kokkos::make_pair(cuts[c], cuts[c + 1])));
+    }
+    keep(r, loss);
+    keep(g, 0);
+  }
+  return out;
+}
+
+template <class T, class Acc>
+void check_avx2_is_baseline() {
+  namespace md = kpmap::model_detail;
+  const md::HostIsa isa = md::host_isa();
+  if (isa != md::HostIsa::avx2) {
+    GTEST_SKIP() << "the fused kernel runs its " << md::host_isa_name(isa) << " loops here: no AVX2 version";
+  }
+  struct Restore {
+    md::HostIsa isa;
+    ~Restore() { md::set_host_isa(isa); }
+  } restore{isa};
+  for (long long F : {1LL, 7LL, 16LL, 33LL, 64LL, 100LL, 1029LL, 4096LL}) {
+    for (long long n : {13LL, 203LL}) {
+      ASSERT_TRUE(md::set_host_isa(md::HostIsa::baseline));
+      const std::vector<double> baseline = fused_path_results<T, Acc>(n, F);
+      ASSERT_TRUE(md::set_host_isa(md::HostIsa::avx2));
+      const std::vector<double> avx2 = fused_path_results<T, Acc>(n, F);
+      ASSERT_EQ(baseline.size(), avx2.size());
+      long long differ = 0;
+      for (std::size_t k = 0; k < avx2.size(); ++k) differ += std::memcmp(&baseline[k], &avx2[k], sizeof(double)) != 0;
+      EXPECT_EQ(differ, 0) << "n " << n << " F " << F << ": " << differ << " of " << avx2.size() << " results differ";
+    }
+  }
+}
+
+TEST(FusedKernel, Avx2IsBitwiseBaselineFp64) { check_avx2_is_baseline<double, double>(); }
+TEST(FusedKernel, Avx2IsBitwiseBaselineFp32) { check_avx2_is_baseline<float, float>(); }
+TEST(FusedKernel, Avx2IsBitwiseBaselineBf16) { check_avx2_is_baseline<kpmap::bf16, float>(); }
+TEST(FusedKernel, Avx2IsBitwiseBaselineFp16) { check_avx2_is_baseline<kpmap::fp16, float>(); }
 
 // The 16-bit rows' word reads (model/half_kernels.hpp): for every bit pattern in either half
 // of a word, low_of / high_of give bitwise the element's own conversion (static_cast<float>,

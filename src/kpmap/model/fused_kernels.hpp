@@ -15,10 +15,11 @@
 // during the arithmetic (blocks of wide rows in two halves of 4 rows: split_block_bytes). For
 // fp32 and fp64 rows of 8, 16, 32 or 64 features the row length is a compile-time constant
 // (reduce_part), so that these short loops unroll. On GCC-compatible host compilers the fp32 /
-// fp64 block loops run on 16-byte vector types (KPMAP_HOST_VECTORS): the same sums in the same
-// order, kept in registers. Rows of LayoutRight views take this pointer path; any other layout
-// falls back to View indexing, one row at a time (correct, not tuned). Measured bandwidth at
-// every width: docs/performance.md.
+// fp64 block loops run on vector types (KPMAP_HOST_VECTORS; 16 bytes, 32 in the AVX2 version
+// that baseline x86-64 builds run where the CPU has AVX2, host_isa.hpp): the same sums in the
+// same order, kept in registers. Rows of LayoutRight views take this pointer path; any other
+// layout falls back to View indexing, one row at a time (correct, not tuned). Measured bandwidth
+// at every width: docs/performance.md.
 //
 // 16-bit storage (T = bf16 or fp16, Acc = float): every element is converted to float where it
 // is used and nothing is rounded to 16 bits. 16-bit rows of LayoutRight views take their own
@@ -34,6 +35,7 @@
 #include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
 #include "kpmap/model/half_kernels.hpp"
+#include "kpmap/model/host_isa.hpp"
 #include "kpmap/model/prefetch.hpp"
 
 // GCC's vector extensions, in host code only (device passes keep the plain loops).
@@ -43,6 +45,13 @@
 #endif
 
 namespace kpmap::model_detail {
+
+// The bytes of the vector types of the block loops: 16 (SSE2, and what a build for the CPU,
+// e.g. -march=native, compiles), 32 in the AVX2 version of a build with KPMAP_AVX2_DISPATCH
+// (host_isa.hpp). The sums do not depend on it: the dot products' partial sums are the same lanes
+// in vectors of either size, folded by halves in the same order, and the axpy's sums are per
+// element.
+inline constexpr int host_vector_bytes = 16;
 
 template <class Acc>
 inline constexpr int simd_lanes = 64 / static_cast<int>(sizeof(Acc)) > 16 ? 16 : 64 / static_cast<int>(sizeof(Acc));
@@ -69,12 +78,13 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
 // rows_block): all of them before the dot product (Requests::before), or each as the rows' line
 // at the same place is read (Requests::during: one request per line read, so memory streams at
 // the rate of the arithmetic).
-// On GCC-compatible host compilers the main loop of rows of Acc runs on 16-byte vector types:
-// the same partial sums, lane for lane, but GCC keeps them in registers, where with the plain
-// array of 4 rows x 8 floats it kept them on the stack (a load and a store per add).
+// On GCC-compatible host compilers the main loop of rows of Acc runs on vector types of
+// vector_bytes (see host_vector_bytes): the same partial sums, lane for lane, but GCC keeps them
+// in registers, where with the plain array of 4 rows x 8 floats it kept them on the stack (a load
+// and a store per add).
 enum class Requests { before, during };
 
-template <int rows, int lanes, Requests requests, class Acc, class T, class W>
+template <int rows, int lanes, Requests requests, int vector_bytes = host_vector_bytes, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
                                             long long n, Acc* out, long long ahead) {
   constexpr long long line = 64 / static_cast<long long>(sizeof(T));
@@ -97,9 +107,9 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
     for (; j + lanes <= n; j += lanes) step(j);
   };
 #if defined(KPMAP_HOST_VECTORS)
-  if constexpr (std::is_same_v<T, Acc> && std::is_same_v<W, Acc> && lanes * sizeof(Acc) % 16 == 0) {
-    typedef Acc V __attribute__((vector_size(16)));
-    constexpr int per = 16 / static_cast<int>(sizeof(Acc)), vectors = lanes / per;
+  if constexpr (std::is_same_v<T, Acc> && std::is_same_v<W, Acc> && lanes * sizeof(Acc) % vector_bytes == 0) {
+    typedef Acc V __attribute__((vector_size(vector_bytes)));
+    constexpr int per = vector_bytes / static_cast<int>(sizeof(Acc)), vectors = lanes / per;
     V vpart[rows][vectors];
     for (int q = 0; q < rows; ++q) {
       for (int v = 0; v < vectors; ++v) vpart[q][v] = V{};
@@ -191,7 +201,7 @@ inline constexpr long long split_block_bytes = 131072;
 // once before its dot product, a larger one line by line as it is read (interleaved_dot). A
 // row's sum is the same whatever the grouping: its terms, its partial sums and their fold do not
 // depend on the other rows.
-template <int rows, int group, class Acc, class T, class W>
+template <int rows, int group, int vector_bytes = host_vector_bytes, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
                                       long long n, Acc* out, long long ahead) {
   constexpr int lanes = dot_lanes<Acc, T>;
@@ -199,9 +209,9 @@ KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stri
   const bool burst = group * n * static_cast<long long>(sizeof(T)) <= burst_bytes;
   for (int q = 0; q < rows; q += group) {
     if (burst) {
-      interleaved_dot<group, lanes, Requests::before>(x + q * stride, stride, w, n, out + q, ahead);
+      interleaved_dot<group, lanes, Requests::before, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
     } else {
-      interleaved_dot<group, lanes, Requests::during>(x + q * stride, stride, w, n, out + q, ahead);
+      interleaved_dot<group, lanes, Requests::during, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
     }
   }
 }
@@ -215,17 +225,17 @@ KOKKOS_INLINE_FUNCTION void row_axpy(Acc* KOKKOS_RESTRICT g, Acc a, const T* KOK
 // g[j] += sum_q a[q] * x[q * stride + j]: one load and store of g per `rows` rows. While the
 // rows, already in L1, are added, the same lines of the next `rows` rows (at `next`) are
 // requested, so memory keeps streaming during the arithmetic.
-// On GCC-compatible host compilers whole cache lines of rows of Acc run on 16-byte vector types
-// (the same sums in the same order, with no loop control inside a line); the remainder, and
-// every other case, runs the plain loop.
-template <int rows, class Acc, class T>
+// On GCC-compatible host compilers whole cache lines of rows of Acc run on vector types of
+// vector_bytes (the same sums in the same order, with no loop control inside a line); the
+// remainder, and every other case, runs the plain loop.
+template <int rows, int vector_bytes = host_vector_bytes, class Acc, class T>
 KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, const T* KOKKOS_RESTRICT x,
                                        long long stride, long long n, const T* next) {
   constexpr long long line = 64 / static_cast<long long>(sizeof(T));
 #if defined(KPMAP_HOST_VECTORS)
   if constexpr (std::is_same_v<T, Acc>) {
-    typedef Acc V __attribute__((vector_size(16)));
-    constexpr int per = 16 / static_cast<int>(sizeof(Acc)), vectors = static_cast<int>(line) / per;
+    typedef Acc V __attribute__((vector_size(vector_bytes)));
+    constexpr int per = vector_bytes / static_cast<int>(sizeof(Acc)), vectors = static_cast<int>(line) / per;
     V cv[rows];
     for (int q = 0; q < rows; ++q) {
       Acc lane[per];
@@ -348,7 +358,7 @@ struct Fused {};
 struct FromZ {};
 
 template <class Tag, class Acc, class XView, class YView, class WView, class BView, class ZView,
-          Part part = Part::all, class RView = ZView, long long fixed_f = 0>
+          Part part = Part::all, class RView = ZView, long long fixed_f = 0, int vector_bytes = host_vector_bytes>
 struct GradientReduce {
   using value_type = Acc[];
   using size_type = std::size_t;
@@ -486,12 +496,12 @@ struct GradientReduce {
     const auto* x = X.data() + i0 * stride;
     if constexpr (std::is_same_v<Tag, Fused> && part != Part::columns) {
       Acc d[rows];
-      block_dot<rows, group>(x + h * stride, stride, w.data(), row_length(), d, ahead);
+      block_dot<rows, group, vector_bytes>(x + h * stride, stride, w.data(), row_length(), d, ahead);
       for (int q = 0; q < rows; ++q) r[h + q] += d[q];
     }
     if constexpr (part != Part::residual) {
-      block_axpy<rows>(acc, r + h, x + h * stride + first_col(), stride, cols(),
-                       next_rows(i0, x, stride) + h * stride + first_col());
+      block_axpy<rows, vector_bytes>(acc, r + h, x + h * stride + first_col(), stride, cols(),
+                                     next_rows(i0, x, stride) + h * stride + first_col());
     }
   }
 
@@ -573,20 +583,54 @@ double add_gradient(const execution_space& exec, const View1<Acc>& sums, const G
   return static_cast<double>(loss);
 }
 
-// The reduction of `part` over all rows of X by GradientReduce<..., fixed_f>.
+#if defined(KPMAP_AVX2_DISPATCH)
+// A GradientReduce (with 32-byte vector loops) compiled for AVX2: flatten inlines every call in
+// operator(), the kernel's loops included, so all of it is AVX2 code (without FMA: the products
+// are rounded before they are added, as in the baseline loops). Kokkos calls operator() once per
+// work item of 8 rows.
+template <class Reduce>
+struct Avx2Reduce {
+  using value_type = typename Reduce::value_type;
+  using size_type = typename Reduce::size_type;
+
+  size_type value_count;
+  Reduce f;
+
+  __attribute__((target("avx2"), flatten)) void operator()(long long item, value_type acc) const { f(item, acc); }
+  void init(value_type acc) const { f.init(acc); }
+  void join(value_type dst, const value_type src) const { f.join(dst, src); }
+#if KOKKOS_VERSION < 40000
+  using scalar = std::remove_extent_t<value_type>;
+  void join(volatile scalar* dst, const volatile scalar* src) const { f.join(dst, src); }
+#endif
+};
+#endif
+
+// The reduction of `part` over all rows of X by GradientReduce<..., fixed_f>, or its AVX2 version
+// (host_isa.hpp).
 template <class Tag, class Acc, Part part, long long fixed_f, class XView, class YView, class WView, class BView,
           class ZView, class RView>
 void reduce_part_as(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
                     const ZView& z, const RView& res, long long c0, long long width, const View1<Acc>& sums) {
   using functor = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f>;
   const long long W = part == Part::all ? static_cast<long long>(X.extent(1)) : part == Part::columns ? width : 0;
-  functor f{static_cast<std::size_t>(W + 2), X, y, w, b, z, res, c0, width};
+  const functor f{static_cast<std::size_t>(W + 2), X, y, w, b, z, res, c0, width};
   const auto items = (static_cast<long long>(X.extent(0)) + functor::block - 1) / functor::block;
+  const Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>> policy(exec, 0, items);
   const char* label = part == Part::all        ? "kpmap::model::fused_gradient"
                       : part == Part::residual ? "kpmap::model::residual"
                                                : "kpmap::model::gradient_columns";
-  Kokkos::parallel_reduce(label, Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, items), f,
-                          sums);
+#if defined(KPMAP_AVX2_DISPATCH)
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename execution_space::memory_space>::accessible) {
+    if (host_isa() == HostIsa::avx2) {
+      using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 32>;
+      const Avx2Reduce<wide> f_avx2{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
+      Kokkos::parallel_reduce(label, policy, f_avx2, sums);
+      return;
+    }
+  }
+#endif
+  Kokkos::parallel_reduce(label, policy, f, sums);
 }
 
 // Whether the one-pass reduction has compile-time row lengths: contiguous fp32 / fp64 rows.

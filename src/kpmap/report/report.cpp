@@ -17,7 +17,8 @@ Json versions_json() {
               {"kokkos_backends", kokkos_backends()},
               {"execution_space", execution_space_name()},
               {"kokkos_kernels", kokkos_kernels_version()},
-              {"mpi", mpi_library_version()}};
+              {"mpi", mpi_library_version()},
+              {"host_isa", host_isa_name()}};
 }
 
 Json report_header(const Json& resolved_config, const Mesh& mesh) {

@@ -1,4 +1,5 @@
-// What `kpmap --version` prints: kpmap, Kokkos with its backends, Kokkos Kernels, MPI.
+// What `kpmap --version` prints: kpmap, Kokkos with its backends, Kokkos Kernels, MPI, and the
+// instruction set of the fused kernel's host loops.
 #pragma once
 
 #include <string>
@@ -8,6 +9,7 @@
 namespace kpmap {
 
 std::string kokkos_kernels_version();  // e.g. "3.4.01"
+std::string host_isa_name();           // "avx2", "baseline" or "build target" (model/host_isa.hpp)
 std::string version_report();          // core/version.hpp's versions and Kokkos Kernels', one a line
 
 }  // namespace kpmap

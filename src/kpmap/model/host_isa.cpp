@@ -1,0 +1,44 @@
+#include "kpmap/model/host_isa.hpp"
+
+#include <atomic>
+
+namespace kpmap::model_detail {
+
+namespace {
+
+HostIsa detected() {
+#if defined(KPMAP_AVX2_DISPATCH)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") ? HostIsa::avx2 : HostIsa::baseline;
+#else
+  return HostIsa::build_target;
+#endif
+}
+
+std::atomic<HostIsa>& chosen() {
+  static std::atomic<HostIsa> isa{detected()};
+  return isa;
+}
+
+}  // namespace
+
+HostIsa host_isa() { return chosen().load(std::memory_order_relaxed); }
+
+const char* host_isa_name(HostIsa isa) {
+  switch (isa) {
+    case HostIsa::baseline: return "baseline";
+    case HostIsa::avx2: return "avx2";
+    case HostIsa::build_target: break;
+  }
+  return "build target";
+}
+
+bool set_host_isa(HostIsa isa) {
+  const HostIsa cpu = detected();
+  const bool possible = cpu == HostIsa::build_target ? isa == HostIsa::build_target
+                                                     : isa == HostIsa::baseline || isa == cpu;
+  if (possible) chosen().store(isa, std::memory_order_relaxed);
+  return possible;
+}
+
+}  // namespace kpmap::model_detail
