@@ -262,6 +262,20 @@ void check_fused_widths() {
 TEST(FusedKernel, ExactAtTheCompileTimeWidthsFp64) { check_fused_widths<double>(); }
 TEST(FusedKernel, ExactAtTheCompileTimeWidthsFp32) { check_fused_widths<float>(); }
 
+// An n x F LayoutRight matrix of real values (kpmap::test::hashed's stream), rounded to T.
+template <class T>
+Kokkos::View<T**, Kokkos::LayoutRight, kpmap::device_type> hashed_matrix(long long n, long long F,
+                                                                         std::uint64_t stream) {
+  const std::vector<double> xs = kpmap::test::hashed(static_cast<std::size_t>(n * F), stream);
+  Kokkos::View<T**, Kokkos::LayoutRight, kpmap::device_type> X("X", n, F);
+  auto h = Kokkos::create_mirror_view(X);
+  for (long long i = 0; i < n; ++i) {
+    for (long long j = 0; j < F; ++j) h(i, j) = static_cast<T>(xs[i * F + j]);
+  }
+  Kokkos::deep_copy(X, h);
+  return X;
+}
+
 // Each compile-time row length gives bitwise the sums of the generic kernel (fixed_f = 0) on
 // real-valued data, for both residual forms (x.w + b - y and z - y): the specialisation only
 // unrolls, it does not reorder a sum.
@@ -271,13 +285,7 @@ void check_fixed_width_is_generic() {
   kpmap::execution_space exec;
   for (long long F : {8LL, 16LL, 32LL, 64LL}) {
     for (long long n : {5LL, 8LL, 77LL, 1000LL}) {
-      std::vector<double> xs = kpmap::test::hashed(static_cast<std::size_t>(n * F), 3);
-      Kokkos::View<T**, Kokkos::LayoutRight, kpmap::device_type> X("X", n, F);
-      auto h = Kokkos::create_mirror_view(X);
-      for (long long i = 0; i < n; ++i) {
-        for (long long j = 0; j < F; ++j) h(i, j) = static_cast<T>(xs[i * F + j]);
-      }
-      Kokkos::deep_copy(X, h);
+      const auto X = hashed_matrix<T>(n, F, 3);
       const View1<T> y = kpmap::test::device_vector<T>(kpmap::test::hashed(n, 4));
       const View1<T> z = kpmap::test::device_vector<T>(kpmap::test::hashed(n, 5));
       const View1<T> params = kpmap::test::device_vector<T>(kpmap::test::hashed(F + 1, 6));
@@ -365,13 +373,7 @@ TEST(FusedKernel, BlockLoopsAreThePlainSums32ByteVectorsFp32) { check_block_loop
 template <class T, class Acc>
 std::vector<double> fused_path_results(long long n, long long F) {
   kpmap::execution_space exec;
-  const std::vector<double> xs = kpmap::test::hashed(static_cast<std::size_t>(n * F), 11);
-  Kokkos::View<T**, Kokkos::LayoutRight, kpmap::device_type> X("X", n, F);
-  auto h = Kokkos::create_mirror_view(X);
-  for (long long i = 0; i < n; ++i) {
-    for (long long j = 0; j < F; ++j) h(i, j) = static_cast<T>(xs[i * F + j]);
-  }
-  Kokkos::deep_copy(X, h);
+  const auto X = hashed_matrix<T>(n, F, 11);
   const View1<T> y = kpmap::test::device_vector<T>(kpmap::test::hashed(n, 12));
   const View1<Acc> z = kpmap::test::device_vector<Acc>(kpmap::test::hashed(n, 13));
   const View1<T> params = kpmap::test::device_vector<T>(kpmap::test::hashed(F + 1, 14));
