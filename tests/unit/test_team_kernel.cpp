@@ -320,10 +320,10 @@ TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp32) { check_fixed_width_is_g
 // dot product keeps `lanes` partial sums (term j in partial j % lanes) folded pairwise by
 // halves, and each gradient element adds the rows' products in row order. Real-valued data, a
 // negative zero among the coefficients, widths with and without a partial cache line or a
-// partial group of partial sums: the sums must be bitwise equal. With the vector types of the
-// baseline loops (16 bytes) and of the AVX2 version (32 bytes, model/host_isa.hpp), here compiled
-// for the baseline target: the same sums either way.
-template <class T, int vector_bytes>
+// partial group of partial sums: the sums must be bitwise equal. With the loops of the baseline
+// (16-byte vectors) and of the AVX2 version (32-byte vectors, loops over rows unrolled;
+// model/host_isa.hpp), here compiled for the baseline target: the same sums either way.
+template <class T, int vector_bytes, bool unroll>
 void check_block_loops() {
   namespace md = kpmap::model_detail;
   constexpr int rows = 8, lanes = md::dot_lanes<T, T>;
@@ -336,9 +336,9 @@ void check_block_loops() {
     T a[rows], d1[rows], d4[rows];
     for (int q = 0; q < rows; ++q) a[q] = static_cast<T>(q - 3) / T(7);
     a[3] = -T(0);
-    md::block_dot<rows, 1, vector_bytes>(x.data(), stride, w.data(), F, d1, 0);
-    md::block_dot<rows, 4, vector_bytes>(x.data(), stride, w.data(), F, d4, 0);
-    md::block_axpy<rows, vector_bytes>(g.data(), a, x.data(), stride, F, x.data());
+    md::block_dot<rows, 1, vector_bytes, unroll>(x.data(), stride, w.data(), F, d1, 0);
+    md::block_dot<rows, 4, vector_bytes, unroll>(x.data(), stride, w.data(), F, d4, 0);
+    md::block_axpy<rows, vector_bytes, unroll>(g.data(), a, x.data(), stride, F, x.data());
     long long differ = 0;
     for (int q = 0; q < rows; ++q) {
       T part[lanes] = {};
@@ -358,10 +358,10 @@ void check_block_loops() {
   }
 }
 
-TEST(FusedKernel, BlockLoopsAreThePlainSumsFp64) { check_block_loops<double, 16>(); }
-TEST(FusedKernel, BlockLoopsAreThePlainSumsFp32) { check_block_loops<float, 16>(); }
-TEST(FusedKernel, BlockLoopsAreThePlainSums32ByteVectorsFp64) { check_block_loops<double, 32>(); }
-TEST(FusedKernel, BlockLoopsAreThePlainSums32ByteVectorsFp32) { check_block_loops<float, 32>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSumsFp64) { check_block_loops<double, 16, false>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSumsFp32) { check_block_loops<float, 16, false>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2LoopsFp64) { check_block_loops<double, 32, true>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2LoopsFp32) { check_block_loops<float, 32, true>(); }
 
 // The fused kernel's AVX2 version (model/host_isa.hpp) against its baseline loops, on
 // real-valued data, through every entry point of the fused path (fused, backward, residual and

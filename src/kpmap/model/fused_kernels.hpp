@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
@@ -196,22 +197,56 @@ inline constexpr long long burst_bytes = 2048;
 // row 3 and row 4.
 inline constexpr long long split_block_bytes = 131072;
 
+// f(q) for q = 0, 1, ..., count - 1, in that order. With `unroll`, as a loop unrolled in the
+// source: q is an std::integral_constant, so every index into a block's residuals
+// (GradientReduce::rows_block's r) is a constant when the compiler decides where they live, and
+// they stay in registers. With a loop over a variable row index GCC 12 keeps them on the stack,
+// writes them with scalar stores and reads them back as a vector for block_axpy's broadcasts,
+// which store forwarding cannot serve: a stall per block, which bounds narrow rows. Unrolled, the
+// loop bodies are copies: only the AVX2 version, whose work item is flattened into one function
+// (Avx2Reduce), unrolls; elsewhere GCC left the copies of the dot products out of line.
+template <class F, int... q>
+KOKKOS_INLINE_FUNCTION void for_rows_as(const F& f, std::integer_sequence<int, q...>) {
+  (f(std::integral_constant<int, q>()), ...);
+}
+template <int count, bool unroll, class F>
+KOKKOS_INLINE_FUNCTION void for_rows(const F& f) {
+  if constexpr (unroll) {
+    for_rows_as(f, std::make_integer_sequence<int, count>());
+  } else {
+    for (int q = 0; q < count; ++q) f(q);
+  }
+}
+
 // out[q] = the dot product of row q with w for q < rows, `group` rows at a time, requesting the
 // lines `ahead` elements further on in X (see rows_block): a group of at most burst_bytes all at
 // once before its dot product, a larger one line by line as it is read (interleaved_dot). A
 // row's sum is the same whatever the grouping: its terms, its partial sums and their fold do not
 // depend on the other rows.
-template <int rows, int group, int vector_bytes = host_vector_bytes, class Acc, class T, class W>
+template <int rows, int group, int vector_bytes = host_vector_bytes, bool unroll = false, class Acc, class T,
+          class W>
 KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
                                       long long n, Acc* out, long long ahead) {
   constexpr int lanes = dot_lanes<Acc, T>;
   static_assert(rows % group == 0, "rows is a multiple of the group");
   const bool burst = group * n * static_cast<long long>(sizeof(T)) <= burst_bytes;
-  for (int q = 0; q < rows; q += group) {
-    if (burst) {
-      interleaved_dot<group, lanes, Requests::before, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
-    } else {
-      interleaved_dot<group, lanes, Requests::during, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
+  // The same calls in both branches: through a lambda, the plain loop left block_dot out of line.
+  if constexpr (unroll) {
+    for_rows<rows / group, true>([&](auto k) {
+      const int q = k * group;
+      if (burst) {
+        interleaved_dot<group, lanes, Requests::before, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
+      } else {
+        interleaved_dot<group, lanes, Requests::during, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
+      }
+    });
+  } else {
+    for (int q = 0; q < rows; q += group) {
+      if (burst) {
+        interleaved_dot<group, lanes, Requests::before, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
+      } else {
+        interleaved_dot<group, lanes, Requests::during, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
+      }
     }
   }
 }
@@ -228,7 +263,7 @@ KOKKOS_INLINE_FUNCTION void row_axpy(Acc* KOKKOS_RESTRICT g, Acc a, const T* KOK
 // On GCC-compatible host compilers whole cache lines of rows of Acc run on vector types of
 // vector_bytes (the same sums in the same order, with no loop control inside a line); the
 // remainder, and every other case, runs the plain loop.
-template <int rows, int vector_bytes = host_vector_bytes, class Acc, class T>
+template <int rows, int vector_bytes = host_vector_bytes, bool unroll = false, class Acc, class T>
 KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, const T* KOKKOS_RESTRICT x,
                                        long long stride, long long n, const T* next) {
   constexpr long long line = 64 / static_cast<long long>(sizeof(T));
@@ -237,11 +272,11 @@ KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, con
     typedef Acc V __attribute__((vector_size(vector_bytes)));
     constexpr int per = vector_bytes / static_cast<int>(sizeof(Acc)), vectors = static_cast<int>(line) / per;
     V cv[rows];
-    for (int q = 0; q < rows; ++q) {
+    for_rows<rows, unroll>([&](auto q) {
       Acc lane[per];
       for (int k = 0; k < per; ++k) lane[k] = a[q];
       std::memcpy(&cv[q], lane, sizeof(V));
-    }
+    });
     const long long full = n - n % line;
     for (long long j0 = 0; j0 < full; j0 += line) {
       for (int q = 0; q < rows; ++q) prefetch_hint(next + q * stride + j0);
@@ -358,7 +393,8 @@ struct Fused {};
 struct FromZ {};
 
 template <class Tag, class Acc, class XView, class YView, class WView, class BView, class ZView,
-          Part part = Part::all, class RView = ZView, long long fixed_f = 0, int vector_bytes = host_vector_bytes>
+          Part part = Part::all, class RView = ZView, long long fixed_f = 0, int vector_bytes = host_vector_bytes,
+          bool unroll = false>
 struct GradientReduce {
   using value_type = Acc[];
   using size_type = std::size_t;
@@ -461,13 +497,13 @@ struct GradientReduce {
     const long long F = row_length();
     const long long stride = static_cast<long long>(X.stride(0));
     Acc r[block];
-    for (int q = 0; q < block; ++q) {
+    for_rows<block, unroll>([&](auto q) {
       if constexpr (part == Part::columns) {
         r[q] = res(i0 + q);
       } else {
         r[q] = residual_offset(i0 + q);
       }
-    }
+    });
     // The dot products request the rows prefetch_distance bytes, or a group of rows, ahead; the
     // rows themselves at the end of X, so that no pointer leaves it.
     const int group = dot_group(F * static_cast<long long>(sizeof(T)));
@@ -488,20 +524,20 @@ struct GradientReduce {
   }
 
   // Rows [i0 + h, i0 + h + rows) of the whole block at i0, with their residuals r[h, h + rows):
-  // their dot products (Fused, but for columns), `group` rows at a time, then their axpy, which
-  // requests the same rows of the next block.
+  // their dot products (Fused, but for columns), `group` rows at a time, added to r, then their
+  // axpy, which requests the same rows of the next block.
   template <int rows, int group>
   KOKKOS_INLINE_FUNCTION void rows_part(long long i0, int h, Acc* r, long long ahead, value_type acc) const {
     const long long stride = static_cast<long long>(X.stride(0));
     const auto* x = X.data() + i0 * stride;
     if constexpr (std::is_same_v<Tag, Fused> && part != Part::columns) {
       Acc d[rows];
-      block_dot<rows, group, vector_bytes>(x + h * stride, stride, w.data(), row_length(), d, ahead);
-      for (int q = 0; q < rows; ++q) r[h + q] += d[q];
+      block_dot<rows, group, vector_bytes, unroll>(x + h * stride, stride, w.data(), row_length(), d, ahead);
+      for_rows<rows, unroll>([&](auto q) { r[h + q] += d[q]; });
     }
     if constexpr (part != Part::residual) {
-      block_axpy<rows, vector_bytes>(acc, r + h, x + h * stride + first_col(), stride, cols(),
-                                     next_rows(i0, x, stride) + h * stride + first_col());
+      block_axpy<rows, vector_bytes, unroll>(acc, r + h, x + h * stride + first_col(), stride, cols(),
+                                             next_rows(i0, x, stride) + h * stride + first_col());
     }
   }
 
@@ -539,14 +575,14 @@ struct GradientReduce {
   template <int rows>
   KOKKOS_INLINE_FUNCTION void add_residuals(long long i0, const Acc* r, value_type acc) const {
     if constexpr (part == Part::residual) {
-      for (int q = 0; q < rows; ++q) res(i0 + q) = r[q];
+      for_rows<rows, unroll>([&](auto q) { res(i0 + q) = r[q]; });
     }
     if constexpr (part != Part::columns) {
       const long long W = cols();
-      for (int q = 0; q < rows; ++q) {
+      for_rows<rows, unroll>([&](auto q) {
         acc[W] += r[q];
         acc[W + 1] = add_product(acc[W + 1], r[q], r[q]);
-      }
+      });
     }
   }
 
@@ -584,10 +620,10 @@ double add_gradient(const execution_space& exec, const View1<Acc>& sums, const G
 }
 
 #if defined(KPMAP_AVX2_DISPATCH)
-// A GradientReduce (with 32-byte vector loops) compiled for AVX2: flatten inlines every call in
-// operator(), the kernel's loops included, so all of it is AVX2 code (without FMA: the products
-// are rounded before they are added, as in the baseline loops). Kokkos calls operator() once per
-// work item of 8 rows.
+// A GradientReduce (with 32-byte vector loops, its loops over a block's rows unrolled: for_rows)
+// compiled for AVX2: flatten inlines every call in operator(), the kernel's loops included, so
+// all of it is AVX2 code (without FMA: the products are rounded before they are added, as in the
+// baseline loops). Kokkos calls operator() once per work item of 8 rows.
 template <class Reduce>
 struct Avx2Reduce {
   using value_type = typename Reduce::value_type;
@@ -623,7 +659,7 @@ void reduce_part_as(const execution_space& exec, const XView& X, const YView& y,
 #if defined(KPMAP_AVX2_DISPATCH)
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename execution_space::memory_space>::accessible) {
     if (host_isa() == HostIsa::avx2) {
-      using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 32>;
+      using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 32, true>;
       const Avx2Reduce<wide> f_avx2{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
       Kokkos::parallel_reduce(label, policy, f_avx2, sums);
       return;
