@@ -8,8 +8,7 @@ namespace {
 
 HostIsa detected() {
 #if defined(KPMAP_AVX2_DISPATCH)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") ? HostIsa::avx2 : HostIsa::baseline;
+  return cpu_has_avx2() ? HostIsa::avx2 : HostIsa::baseline;
 #else
   return HostIsa::build_target;
 #endif
@@ -21,6 +20,15 @@ std::atomic<HostIsa>& chosen() {
 }
 
 }  // namespace
+
+bool cpu_has_avx2() {
+#if defined(__GNUC__) && defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
 
 HostIsa host_isa() { return chosen().load(std::memory_order_relaxed); }
 

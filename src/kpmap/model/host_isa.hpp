@@ -25,8 +25,12 @@ enum class HostIsa {
 // AVX2, unless set_host_isa chose baseline.
 HostIsa host_isa();
 
-// "baseline", "avx2" or "build target" (the report's versions.host_isa).
+// "baseline", "avx2" or "build target" (the report's versions.host_isa; also the name of the
+// version the reproducible kernel's row loops run, repro_rows_isa).
 const char* host_isa_name(HostIsa isa);
+
+// Whether this x86-64 CPU has AVX2 (false on other architectures).
+bool cpu_has_avx2();
 
 // Tests and benchmarks: run `isa` from now on. False (and nothing changes) where this build or
 // CPU cannot: avx2 without dispatch or without AVX2, baseline without dispatch, build_target with

@@ -2,12 +2,15 @@
 
 #include <cstring>
 
+#include "kpmap/model/host_isa.hpp"
+
 // target_clones needs GCC's ifunc support (x86-64 Linux with glibc). A build that already targets
 // FMA (-march=native on a recent CPU) folds products with fma in every version and needs no clones.
 // flatten: the helpers are inlined into each version (else the AVX2 version calls the baseline
 // helpers, measured twice as slow).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
     !defined(__FP_FAST_FMA)
+#define KPMAP_REPRO_CLONES_ON 1
 #define KPMAP_REPRO_CLONES __attribute__((target_clones("avx2", "default"), flatten))
 #else
 #define KPMAP_REPRO_CLONES
@@ -151,12 +154,10 @@ KPMAP_REPRO_CLONES void repro_rows(const ReproGrids& g, const float* x, long lon
 }
 
 const char* repro_rows_isa() {
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
-    !defined(__FP_FAST_FMA)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") ? "avx2" : "baseline";
+#if defined(KPMAP_REPRO_CLONES_ON)
+  return host_isa_name(cpu_has_avx2() ? HostIsa::avx2 : HostIsa::baseline);
 #else
-  return "build target";
+  return host_isa_name(HostIsa::build_target);
 #endif
 }
 

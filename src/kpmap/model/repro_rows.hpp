@@ -34,7 +34,8 @@ void repro_rows(const ReproGrids& g, const double* x, long long stride, long lon
 void repro_rows(const ReproGrids& g, const float* x, long long stride, long long rows, const float* w,
                 const double* z, double b, const float* y, long long n, double* a1, double* a2, double* a3);
 
-// Which version the loader picked: "avx2" or "baseline" (for benchmark output).
+// Which version the loader picked: "avx2" or "baseline", or "build target" for a build without
+// clones (for benchmark output; host_isa_name).
 const char* repro_rows_isa();
 
 }  // namespace kpmap::model_detail
