@@ -466,6 +466,64 @@ void check_word_halves() {
 TEST(FusedKernel, WordHalvesAreTheElementsBf16) { check_word_halves<kpmap::bf16>(); }
 TEST(FusedKernel, WordHalvesAreTheElementsFp16) { check_word_halves<kpmap::fp16>(); }
 
+// The bf16 rows' loops (pair_dot 8 rows or 1, pair_axpy), which on GCC-compatible host compilers
+// run on vector types (16 bytes, or 32 in the AVX2 version, where two rows share a register),
+// against plain serial loops in the order model/half_kernels.hpp documents: row q's dot product
+// keeps 4 partial sums, partial k adding x w of elements 2k and 2k + 1 of every 8 (their
+// products summed first), the elements after the last 8 in partial 0, folded as
+// (p0 + p1) + (p2 + p3); the gradient in pair order, each slot adding the rows' products in row
+// order. Real-valued data, rows at odd 2-byte offsets, widths with and without a partial group:
+// the sums must be bitwise equal.
+template <int vector_bytes>
+void check_pair_loops() {
+  namespace md = kpmap::model_detail;
+  using H = kpmap::bf16;
+  constexpr int rows = 8;
+  for (long long F : {1LL, 7LL, 8LL, 16LL, 24LL, 33LL, 256LL, 1000LL, 1029LL}) {
+    const long long stride = F + 3;
+    const std::vector<double> xs = kpmap::test::hashed(static_cast<std::size_t>(rows * stride + 1), 15);
+    const std::vector<double> ws = kpmap::test::hashed(static_cast<std::size_t>(F + 1), 16);
+    const std::vector<double> gs = kpmap::test::hashed(static_cast<std::size_t>(F), 17);
+    std::vector<H> xv(xs.size()), wv(ws.size());
+    for (std::size_t k = 0; k < xs.size(); ++k) xv[k] = H(static_cast<float>(xs[k]));
+    for (std::size_t k = 0; k < ws.size(); ++k) wv[k] = H(static_cast<float>(ws[k]));
+    const H* x = xv.data() + 1;  // odd 2-byte offsets
+    const H* w = wv.data() + 1;
+    std::vector<float> g(gs.begin(), gs.end()), ref_g = g;
+    float a[rows], d8[rows], d1[rows];
+    for (int q = 0; q < rows; ++q) a[q] = static_cast<float>(q - 3) / 7.f;
+    a[3] = -0.f;
+    md::pair_dot<rows, vector_bytes>(x, stride, w, F, d8, x, rows);
+    for (int q = 0; q < rows; ++q) md::pair_dot<1, vector_bytes>(x + q * stride, 0, w, F, d1 + q, x, 0);
+    md::pair_axpy<rows, vector_bytes>(g.data(), a, x, stride, F, x, 0);
+    const auto at = [](const H* p, long long j) { return static_cast<float>(p[j]); };
+    long long differ = 0;
+    for (int q = 0; q < rows; ++q) {
+      const H* xq = x + q * stride;
+      float part[4] = {};
+      long long j = 0;
+      for (; j + 8 <= F; j += 8) {
+        for (int k = 0; k < 4; ++k) {
+          part[k] += at(xq, j + 2 * k) * at(w, j + 2 * k) + at(xq, j + 2 * k + 1) * at(w, j + 2 * k + 1);
+        }
+      }
+      for (; j < F; ++j) part[0] += at(xq, j) * at(w, j);
+      const float dot = (part[0] + part[1]) + (part[2] + part[3]);
+      differ += std::memcmp(&dot, &d8[q], sizeof dot) != 0;
+      differ += std::memcmp(&dot, &d1[q], sizeof dot) != 0;
+    }
+    for (long long j = 0; j < F; ++j) {
+      float sum = ref_g[md::pair_slot(j, F)];
+      for (int q = 0; q < rows; ++q) sum += a[q] * at(x + q * stride, j);
+      differ += std::memcmp(&sum, &g[md::pair_slot(j, F)], sizeof sum) != 0;
+    }
+    EXPECT_EQ(differ, 0) << "F " << F;
+  }
+}
+
+TEST(FusedKernel, PairLoopsAreThePlainSumsBf16) { check_pair_loops<16>(); }
+TEST(FusedKernel, PairLoopsAreThePlainSumsAvx2LoopsBf16) { check_pair_loops<32>(); }
+
 // The split of the work: at most 1024 teams and one per 32 rows (the partial buffer holds at most
 // one row of sums per 32 rows of X), every row in exactly one team, every team with a row, one
 // chunk of at most 32 rows per team until 1024 teams are not enough.

@@ -211,7 +211,12 @@ KOKKOS_INLINE_FUNCTION void for_rows_as(const F& f, std::integer_sequence<int, q
 }
 template <int count, bool unroll, class F>
 KOKKOS_INLINE_FUNCTION void for_rows(const F& f) {
-  if constexpr (unroll) {
+#if defined(KPMAP_HOST_VECTORS)
+  constexpr bool unrolled = unroll;
+#else
+  constexpr bool unrolled = false;  // device passes: the plain loop
+#endif
+  if constexpr (unrolled) {
     for_rows_as(f, std::make_integer_sequence<int, count>());
   } else {
     for (int q = 0; q < count; ++q) f(q);
@@ -557,7 +562,7 @@ struct GradientReduce {
       for (int q = 0; q < block; ++q) r[q] = res(i0 + q);
     } else {
       if constexpr (std::is_same_v<Tag, Fused>) {
-        pair_dot<block>(x, stride, w.data(), F, r, next, part == Part::all ? block / 2 : block);
+        pair_dot<block, vector_bytes>(x, stride, w.data(), F, r, next, part == Part::all ? block / 2 : block);
         axpy_prefetch_from = block / 2;
       } else {
         for (int q = 0; q < block; ++q) r[q] = 0;
@@ -565,7 +570,7 @@ struct GradientReduce {
       for (int q = 0; q < block; ++q) r[q] += residual_offset(i0 + q);
     }
     if constexpr (part != Part::residual) {
-      pair_axpy<block>(acc, r, x + first_col(), stride, cols(), next + first_col(), axpy_prefetch_from);
+      pair_axpy<block, vector_bytes>(acc, r, x + first_col(), stride, cols(), next + first_col(), axpy_prefetch_from);
     }
     add_residuals<block>(i0, r, acc);
   }

@@ -26,6 +26,16 @@
 #include "kpmap/core/half.hpp"
 #include "kpmap/model/prefetch.hpp"
 
+// GCC's vector extensions for bf16 rows, in host code on little-endian hosts with
+// __builtin_shufflevector (GCC 12, Clang).
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__) && \
+    !defined(__SYCL_DEVICE_ONLY__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && \
+    defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define KPMAP_HALF_VECTORS 1
+#endif
+#endif
+
 namespace kpmap::model_detail {
 
 // Features per group in pair order: 8 words, 32 bytes (one AVX or two SSE registers).
@@ -75,15 +85,85 @@ KOKKOS_INLINE_FUNCTION float high_of(std::uint32_t word) {
   return high_half_value<H>(word & 0xffff0000u);
 }
 
+#if defined(KPMAP_HALF_VECTORS)
+// 4 words (16 bytes) of one row, or of two rows (32 bytes), and their floats.
+typedef std::uint32_t words4 __attribute__((vector_size(16)));
+typedef std::uint32_t words8 __attribute__((vector_size(32)));
+typedef float floats4 __attribute__((vector_size(16)));
+typedef float floats8 __attribute__((vector_size(32)));
+template <int span>
+struct PairVectors {
+  using U = words4;
+  using V = floats4;
+};
+template <>
+struct PairVectors<2> {
+  using U = words8;
+  using V = floats8;
+};
+#endif
+
 // out[q] = sum_j x[q * stride + j] * w[j] for q < rows, the rows interleaved so that each word
 // of w serves all of them, with 4 partial sums (one SSE register) per row. Meanwhile rows
 // [0, prefetch_rows) of the next block (at `next`) are requested, a cache line per row every
 // 32 features.
-template <int rows, class H>
+// With KPMAP_HALF_VECTORS, bf16 rows run on vector types: the same lanes, products and adds in
+// the same order as the plain loops, so the same sums. With vector_bytes 32 (the AVX2 version)
+// two rows' 4 partial sums share one register. As plain loops, GCC built w's floats from scalars
+// (a shift, a mask and an insert per word) at every step.
+template <int rows, int vector_bytes = 16, class H>
 KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long stride, const H* KOKKOS_RESTRICT w,
                                      long long n, float* out, const H* next, int prefetch_rows) {
   constexpr int words = 4;
   constexpr long long line = 64 / static_cast<long long>(sizeof(H));
+#if defined(KPMAP_HALF_VECTORS)
+  if constexpr (std::is_same_v<H, bf16>) {
+    constexpr int span = rows % (vector_bytes / 16) == 0 ? vector_bytes / 16 : 1;  // rows per vector
+    using PV = PairVectors<span>;
+    using U = typename PV::U;
+    using V = typename PV::V;
+    V part[rows / span];
+    for (int p = 0; p < rows / span; ++p) part[p] = V{};
+    long long j = 0;
+    for (; j + 2 * words <= n; j += 2 * words) {
+      if (j % line == 0) {
+        for (int q = 0; q < prefetch_rows; ++q) prefetch_hint(next + q * stride + j);
+      }
+      words4 w4;
+      std::memcpy(&w4, w + j, 16);
+      U ww;
+      if constexpr (span == 2) {
+        ww = __builtin_shufflevector(w4, w4, 0, 1, 2, 3, 4, 5, 6, 7);
+      } else {
+        ww = w4;
+      }
+      const V lo = reinterpret_cast<V>(ww << 16), hi = reinterpret_cast<V>(ww & 0xffff0000u);
+      for (int p = 0; p < rows / span; ++p) {
+        words4 x0;
+        std::memcpy(&x0, x + p * span * stride + j, 16);
+        U xw;
+        if constexpr (span == 2) {
+          words4 x1;
+          std::memcpy(&x1, x + (p * span + 1) * stride + j, 16);
+          xw = __builtin_shufflevector(x0, x1, 0, 1, 2, 3, 4, 5, 6, 7);
+        } else {
+          xw = x0;
+        }
+        part[p] += reinterpret_cast<V>(xw << 16) * lo + reinterpret_cast<V>(xw & 0xffff0000u) * hi;
+      }
+    }
+    for (; j < n; ++j) {
+      for (int q = 0; q < rows; ++q) {
+        part[q / span][q % span * words] += static_cast<float>(x[q * stride + j]) * static_cast<float>(w[j]);
+      }
+    }
+    for (int q = 0; q < rows; ++q) {
+      const int p = q / span, k = q % span * words;
+      out[q] = (part[p][k] + part[p][k + 1]) + (part[p][k + 2] + part[p][k + 3]);
+    }
+    return;
+  }
+#endif
   float part[rows][words] = {};
   long long j = 0;
   for (; j + 2 * words <= n; j += 2 * words) {
@@ -111,8 +191,9 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
 }
 
 // g (pair order) += sum_q a[q] * x[q * stride + j]: one load and store of g per `rows` rows,
-// while rows [first_prefetch_row, rows) of the next block (at `next`) are requested.
-template <int rows, class H>
+// while rows [first_prefetch_row, rows) of the next block (at `next`) are requested. With
+// KPMAP_HALF_VECTORS, bf16 rows run on vectors of vector_bytes: the same sums in the same order.
+template <int rows, int vector_bytes = 16, class H>
 KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, const H* KOKKOS_RESTRICT x,
                                       long long stride, long long n, const H* next, int first_prefetch_row) {
   constexpr long long line = 64 / static_cast<long long>(sizeof(H));
@@ -120,6 +201,42 @@ KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, 
   const long long full = n - n % pair_group;
   float c[rows];
   for (int q = 0; q < rows; ++q) c[q] = a[q];
+#if defined(KPMAP_HALF_VECTORS)
+  if constexpr (std::is_same_v<H, bf16>) {
+    typedef std::uint32_t U __attribute__((vector_size(vector_bytes)));
+    typedef float V __attribute__((vector_size(vector_bytes)));
+    constexpr int per = vector_bytes / 4;
+    V cv[rows];
+    for (int q = 0; q < rows; ++q) {
+      float lane[per];
+      for (int k = 0; k < per; ++k) lane[k] = c[q];
+      std::memcpy(&cv[q], lane, sizeof(V));
+    }
+    for (long long j0 = 0; j0 < full; j0 += line) {
+      for (int q = first_prefetch_row; q < rows; ++q) prefetch_hint(next + q * stride + j0);
+      const long long end = j0 + line < full ? j0 + line : full;
+      for (long long j = j0; j < end; j += pair_group) {
+        for (int v = 0; v < words / per; ++v) {
+          V lo, hi;
+          std::memcpy(&lo, g + j + v * per, sizeof(V));
+          std::memcpy(&hi, g + j + words + v * per, sizeof(V));
+          for (int q = 0; q < rows; ++q) {
+            U xw;
+            std::memcpy(&xw, x + q * stride + j + 2 * v * per, sizeof(U));
+            lo += cv[q] * reinterpret_cast<V>(xw << 16);
+            hi += cv[q] * reinterpret_cast<V>(xw & 0xffff0000u);
+          }
+          std::memcpy(g + j + v * per, &lo, sizeof(V));
+          std::memcpy(g + j + words + v * per, &hi, sizeof(V));
+        }
+      }
+    }
+    for (long long j = full; j < n; ++j) {
+      for (int q = 0; q < rows; ++q) g[j] += c[q] * static_cast<float>(x[q * stride + j]);
+    }
+    return;
+  }
+#endif
   for (long long j0 = 0; j0 < n; j0 += line) {
     for (int q = first_prefetch_row; q < rows; ++q) prefetch_hint(next + q * stride + j0);
     const long long end = j0 + line < full ? j0 + line : full;
