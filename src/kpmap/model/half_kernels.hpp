@@ -212,7 +212,7 @@ KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, 
       for (int k = 0; k < per; ++k) lane[k] = c[q];
       std::memcpy(&cv[q], lane, sizeof(V));
     }
-    for (long long j0 = 0; j0 < full; j0 += line) {
+    for (long long j0 = 0; j0 < n; j0 += line) {
       for (int q = first_prefetch_row; q < rows; ++q) prefetch_hint(next + q * stride + j0);
       const long long end = j0 + line < full ? j0 + line : full;
       for (long long j = j0; j < end; j += pair_group) {
