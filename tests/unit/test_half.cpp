@@ -249,19 +249,20 @@ void check_every_midpoint() {
 TEST(Half, Bf16RoundsToNearestEvenAtEveryMidpoint) { check_every_midpoint<bf16>(); }
 TEST(Half, Fp16RoundsToNearestEvenAtEveryMidpoint) { check_every_midpoint<fp16>(); }
 
-// The host's SIMD loops (detail::scaled_to_bf16, detail::add_bf16: MPI's bf16 sum and the
-// trainer's cast to a bf16 wire) give the bits of the scalar conversion, which the tests above
-// check against the formats' definition: inputs at and around every bf16 midpoint and pattern
-// (every 16-bit high half with low halves 0, just below, at and above the midpoint, and the
-// largest), NaNs with payloads, and lengths that leave a tail past the 8-wide blocks. The sum of
-// two NaNs is either one's NaN, quieted: C++ does not say which, for the scalar form either.
-TEST(Half, HostSimdLoopsGiveTheScalarBits) {
+// The host's bulk loops (detail::scaled_to_bf16, detail::add_bf16: MPI's bf16 sum and the
+// trainer's cast to a bf16 wire), in every version this build and CPU can run (scalar, SSE2,
+// AVX2), give the bits of the scalar conversion, which the tests above check against the formats'
+// definition: inputs at and around every bf16 midpoint and pattern (every 16-bit high half with
+// low halves 0, just below, at and above the midpoint, and the largest), NaNs with payloads, and
+// lengths that leave a tail past the 8- and 16-wide blocks. The sum of two NaNs is either one's
+// NaN, quieted: C++ does not say which, for the scalar form either.
+void check_bf16_loops() {
   const std::uint32_t lows[] = {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x1234u};
   std::vector<float> in;
   for (std::uint32_t high = 0; high < 0x10000u; ++high) {
     for (std::uint32_t low : lows) in.push_back(kpmap::detail::bits_to_float((high << 16) | low));
   }
-  in.resize(in.size() + 3, 1.5f);
+  in.resize(in.size() + 11, 1.5f);
   const auto n = static_cast<std::int64_t>(in.size());
   for (float factor : {1.0f, 0.7f, 3.0f}) {
     std::vector<bf16> out(in.size());
@@ -289,6 +290,23 @@ TEST(Half, HostSimdLoopsGiveTheScalarBits) {
     const bf16 expected(static_cast<float>(a[i]) + static_cast<float>(b[i]));
     ASSERT_EQ(sum[i].bits(), expected.bits()) << "element " << i;
   }
+}
+
+TEST(Half, HostBulkLoopsGiveTheScalarBits) {
+  using kpmap::detail::HostLoops;
+  const HostLoops widest = kpmap::detail::bf16_loops();
+  int ran = 0;
+  for (HostLoops loops : {HostLoops::scalar, HostLoops::sse2, HostLoops::avx2}) {
+    if (!kpmap::detail::set_bf16_loops(loops)) continue;
+    SCOPED_TRACE("loops " + std::to_string(static_cast<int>(loops)));
+    check_bf16_loops();
+    ++ran;
+  }
+  ASSERT_TRUE(kpmap::detail::set_bf16_loops(widest));
+#if defined(__x86_64__)
+  EXPECT_GE(ran, 2) << "x86-64 has SSE2 at least";
+#endif
+  RecordProperty("versions_checked", ran);  // 3 with AVX2 (where the CPU has it)
 }
 
 TEST(Half, ArithmeticRoundsOnceInFloat) {

@@ -16,13 +16,6 @@
 
 #include "kpmap/core/types.hpp"
 
-// Host SIMD for the bf16 loops below: not in device passes (CUDA, HIP), which compile the same
-// header.
-#if defined(__SSE2__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
-#include <emmintrin.h>
-#define KPMAP_HOST_SSE2 1
-#endif
-
 namespace kpmap {
 
 namespace detail {
@@ -248,60 +241,25 @@ static_assert(std::is_standard_layout<bf16>::value && std::is_standard_layout<fp
 
 namespace detail {
 
-// Host loops over many bf16 values, 8 at a time with SSE2 (which every x86-64 compiler targets):
-// the arithmetic of the scalar functions above, bit for bit, so results do not depend on which
-// path ran (except which NaN the sum of two NaNs returns, either one's quieted, which the
-// compiler picks for the scalar form too). Compilers do not vectorise the scalar forms well for
-// SSE2: they narrow 32-bit lanes to 16 bits by shuffles, where an arithmetic shift and packssdw
-// suffice. Host code only (MPI's user op, host execution spaces); elsewhere, and without SSE2,
-// the scalar loop runs.
-#if defined(KPMAP_HOST_SSE2)
-// float_to_bf16_bits of 4 floats, each in its lane's low 16 bits, sign-extended so that
-// _mm_packs_epi32 keeps it exactly.
-inline __m128i float_to_bf16_bits_sse2(__m128 f) noexcept {
-  const __m128i u = _mm_castps_si128(f);
-  const __m128i rounded = _mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7fff)),
-                                        _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1)));
-  const __m128i nan =
-      _mm_cmpgt_epi32(_mm_and_si128(u, _mm_set1_epi32(0x7fffffff)), _mm_set1_epi32(0x7f800000));
-  const __m128i quieted = _mm_or_si128(u, _mm_set1_epi32(0x00400000));
-  return _mm_srai_epi32(_mm_or_si128(_mm_and_si128(nan, quieted), _mm_andnot_si128(nan, rounded)), 16);
-}
-#endif
+// Host loops over many bf16 values (half.cpp): MPI's bf16 sum and the trainer's cast to a bf16
+// wire. They give the bits of the scalar functions above (except which NaN the sum of two NaNs
+// returns, either one's quieted, which the compiler picks for the scalar form too). On x86-64
+// they run 16 elements at a time with AVX2 where the CPU has it, else 8 with SSE2 (which every
+// x86-64 compiler targets); elsewhere the scalar loop. Compilers do not vectorise the scalar
+// forms well: they narrow 32-bit lanes to 16 bits by shuffles, where an arithmetic shift and a
+// signed pack suffice. Host code only.
+enum class HostLoops { scalar, sse2, avx2 };
 
 // out[i] = bf16(in[i] * factor) for i < n.
-inline void scaled_to_bf16(const float* in, float factor, bf16* out, std::int64_t n) noexcept {
-  std::int64_t i = 0;
-#if defined(KPMAP_HOST_SSE2)
-  const __m128 f = _mm_set1_ps(factor);
-  for (; i + 8 <= n; i += 8) {
-    const __m128i lo = float_to_bf16_bits_sse2(_mm_mul_ps(_mm_loadu_ps(in + i), f));
-    const __m128i hi = float_to_bf16_bits_sse2(_mm_mul_ps(_mm_loadu_ps(in + i + 4), f));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_packs_epi32(lo, hi));
-  }
-#endif
-  for (; i < n; ++i) out[i] = bf16(in[i] * factor);
-}
-
+void scaled_to_bf16(const float* in, float factor, bf16* out, std::int64_t n) noexcept;
 // b[i] = a[i] + b[i] for i < n (the sum in float, rounded once).
-inline void add_bf16(const bf16* a, bf16* b, std::int64_t n) noexcept {
-  std::int64_t i = 0;
-#if defined(KPMAP_HOST_SSE2)
-  const __m128i zero = _mm_setzero_si128();
-  for (; i + 8 <= n; i += 8) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
-    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
-    // a bf16 is the top half of its float: interleaving zeros below it widens it exactly
-    const __m128 lo = _mm_add_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(zero, x)),
-                                 _mm_castsi128_ps(_mm_unpacklo_epi16(zero, y)));
-    const __m128 hi = _mm_add_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(zero, x)),
-                                 _mm_castsi128_ps(_mm_unpackhi_epi16(zero, y)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(b + i),
-                     _mm_packs_epi32(float_to_bf16_bits_sse2(lo), float_to_bf16_bits_sse2(hi)));
-  }
-#endif
-  for (; i < n; ++i) b[i] = bf16(static_cast<float>(a[i]) + static_cast<float>(b[i]));
-}
+void add_bf16(const bf16* a, bf16* b, std::int64_t n) noexcept;
+
+// The loops the two functions above run: the widest this CPU has, unless set_bf16_loops chose
+// another. Tests: set_bf16_loops(loops) runs `loops` from now on, or returns false (and nothing
+// changes) where this build or CPU cannot.
+HostLoops bf16_loops() noexcept;
+bool set_bf16_loops(HostLoops loops) noexcept;
 
 }  // namespace detail
 

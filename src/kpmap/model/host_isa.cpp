@@ -2,13 +2,15 @@
 
 #include <atomic>
 
+#include "kpmap/core/host_cpu.hpp"
+
 namespace kpmap::model_detail {
 
 namespace {
 
 HostIsa detected() {
 #if defined(KPMAP_AVX2_DISPATCH)
-  return cpu_has_avx2() ? HostIsa::avx2 : HostIsa::baseline;
+  return detail::cpu_has_avx2() ? HostIsa::avx2 : HostIsa::baseline;
 #else
   return HostIsa::build_target;
 #endif
@@ -20,15 +22,6 @@ std::atomic<HostIsa>& chosen() {
 }
 
 }  // namespace
-
-bool cpu_has_avx2() {
-#if defined(__GNUC__) && defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
-#endif
-}
 
 HostIsa host_isa() { return chosen().load(std::memory_order_relaxed); }
 

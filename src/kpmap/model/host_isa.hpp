@@ -29,9 +29,6 @@ HostIsa host_isa();
 // version the reproducible kernel's row loops run, repro_rows_isa).
 const char* host_isa_name(HostIsa isa);
 
-// Whether this x86-64 CPU has AVX2 (false on other architectures).
-bool cpu_has_avx2();
-
 // Tests and benchmarks: run `isa` from now on. False (and nothing changes) where this build or
 // CPU cannot: avx2 without dispatch or without AVX2, baseline without dispatch, build_target with
 // dispatch.

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kpmap/core/host_cpu.hpp"
 #include "kpmap/model/host_isa.hpp"
 
 // target_clones needs GCC's ifunc support (x86-64 Linux with glibc). A build that already targets
@@ -155,7 +156,7 @@ KPMAP_REPRO_CLONES void repro_rows(const ReproGrids& g, const float* x, long lon
 
 const char* repro_rows_isa() {
 #if defined(KPMAP_REPRO_CLONES_ON)
-  return host_isa_name(cpu_has_avx2() ? HostIsa::avx2 : HostIsa::baseline);
+  return host_isa_name(detail::cpu_has_avx2() ? HostIsa::avx2 : HostIsa::baseline);
 #else
   return host_isa_name(HostIsa::build_target);
 #endif

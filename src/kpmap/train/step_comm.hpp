@@ -205,15 +205,20 @@ void scale_into(const execution_space& exec, const View1<C>& wire, double factor
       KOKKOS_LAMBDA(long long i) { grad(i) = static_cast<M>(static_cast<P>(wire(i)) * f); });
 }
 
+// The Inf and NaN elements of v. x - x is NaN exactly for those, and 0 otherwise; formed in v's
+// own floating type (float for 16-bit types), this loop vectorises on the host (a conversion to
+// double did not, and cost about as much as the cast to the wire).
 template <class C>
 long long count_nonfinite(const execution_space& exec, const View1<C>& v) {
+  using F = std::conditional_t<std::is_same_v<C, double>, double, float>;
   long long bad = 0;
   Kokkos::parallel_reduce(
       "kpmap::train::count_nonfinite",
       Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(v.extent(0))),
       KOKKOS_LAMBDA(long long i, long long& sum) {
-        const double x = static_cast<double>(v(i));
-        sum += (x - x == 0.0) ? 0 : 1;  // Inf - Inf and NaN - NaN are NaN
+        const F x = static_cast<F>(v(i));
+        const F zero = x - x;
+        sum += zero == zero ? 0 : 1;
       },
       bad);
   return bad;

@@ -1,0 +1,9 @@
+// What the host CPU offers beyond the build's target, for code that carries versions for both.
+#pragma once
+
+namespace kpmap::detail {
+
+// Whether this x86-64 CPU has AVX2 (false on other architectures).
+bool cpu_has_avx2() noexcept;
+
+}  // namespace kpmap::detail
