@@ -467,14 +467,15 @@ TEST(FusedKernel, WordHalvesAreTheElementsBf16) { check_word_halves<kpmap::bf16>
 TEST(FusedKernel, WordHalvesAreTheElementsFp16) { check_word_halves<kpmap::fp16>(); }
 
 // The bf16 rows' loops (pair_dot 8 rows or 1, pair_axpy), which on GCC-compatible host compilers
-// run on vector types (16 bytes, or 32 in the AVX2 version, where two rows share a register),
+// run on vector types (16 bytes, or 32 in the AVX2 version, where two rows share a register and
+// the loops over the rows' residuals are unrolled: for_rows),
 // against plain serial loops in the order model/half_kernels.hpp documents: row q's dot product
 // keeps 4 partial sums, partial k adding x w of elements 2k and 2k + 1 of every 8 (their
 // products summed first), the elements after the last 8 in partial 0, folded as
 // (p0 + p1) + (p2 + p3); the gradient in pair order, each slot adding the rows' products in row
 // order. Real-valued data, rows at odd 2-byte offsets, widths with and without a partial group:
 // the sums must be bitwise equal.
-template <int vector_bytes>
+template <int vector_bytes, bool unroll>
 void check_pair_loops() {
   namespace md = kpmap::model_detail;
   using H = kpmap::bf16;
@@ -493,9 +494,9 @@ void check_pair_loops() {
     float a[rows], d8[rows], d1[rows];
     for (int q = 0; q < rows; ++q) a[q] = static_cast<float>(q - 3) / 7.f;
     a[3] = -0.f;
-    md::pair_dot<rows, vector_bytes>(x, stride, w, F, d8, x, rows);
-    for (int q = 0; q < rows; ++q) md::pair_dot<1, vector_bytes>(x + q * stride, 0, w, F, d1 + q, x, 0);
-    md::pair_axpy<rows, vector_bytes>(g.data(), a, x, stride, F, x, 0);
+    md::pair_dot<rows, vector_bytes, unroll>(x, stride, w, F, d8, x, rows);
+    for (int q = 0; q < rows; ++q) md::pair_dot<1, vector_bytes, unroll>(x + q * stride, 0, w, F, d1 + q, x, 0);
+    md::pair_axpy<rows, vector_bytes, unroll>(g.data(), a, x, stride, F, x, 0);
     const auto at = [](const H* p, long long j) { return static_cast<float>(p[j]); };
     long long differ = 0;
     for (int q = 0; q < rows; ++q) {
@@ -521,8 +522,8 @@ void check_pair_loops() {
   }
 }
 
-TEST(FusedKernel, PairLoopsAreThePlainSumsBf16) { check_pair_loops<16>(); }
-TEST(FusedKernel, PairLoopsAreThePlainSumsAvx2LoopsBf16) { check_pair_loops<32>(); }
+TEST(FusedKernel, PairLoopsAreThePlainSumsBf16) { check_pair_loops<16, false>(); }
+TEST(FusedKernel, PairLoopsAreThePlainSumsAvx2LoopsBf16) { check_pair_loops<32, true>(); }
 
 // The split of the work: at most 1024 teams and one per 32 rows (the partial buffer holds at most
 // one row of sums per 32 rows of X), every row in exactly one team, every team with a row, one

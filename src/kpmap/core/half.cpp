@@ -139,7 +139,8 @@ HostLoops bf16_loops() noexcept { return chosen().load(std::memory_order_relaxed
 
 bool set_bf16_loops(HostLoops loops) noexcept {
   const HostLoops cpu = widest();
-  const bool possible = loops == HostLoops::scalar || loops == cpu || (loops == HostLoops::sse2 && cpu == HostLoops::avx2);
+  const bool possible =
+      loops == HostLoops::scalar || loops == cpu || (loops == HostLoops::sse2 && cpu == HostLoops::avx2);
   if (possible) chosen().store(loops, std::memory_order_relaxed);
   return possible;
 }

@@ -38,12 +38,7 @@
 #include "kpmap/model/half_kernels.hpp"
 #include "kpmap/model/host_isa.hpp"
 #include "kpmap/model/prefetch.hpp"
-
-// GCC's vector extensions, in host code only (device passes keep the plain loops).
-#if defined(__GNUC__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__) && \
-    !defined(__SYCL_DEVICE_ONLY__)
-#define KPMAP_HOST_VECTORS 1
-#endif
+#include "kpmap/model/row_loops.hpp"
 
 namespace kpmap::model_detail {
 
@@ -197,31 +192,9 @@ inline constexpr long long burst_bytes = 2048;
 // row 3 and row 4.
 inline constexpr long long split_block_bytes = 131072;
 
-// f(q) for q = 0, 1, ..., count - 1, in that order. With `unroll`, as a loop unrolled in the
-// source: q is an std::integral_constant, so every index into a block's residuals
-// (GradientReduce::rows_block's r) is a constant when the compiler decides where they live, and
-// they stay in registers. With a loop over a variable row index GCC 12 keeps them on the stack,
-// writes them with scalar stores and reads them back as a vector for block_axpy's broadcasts,
-// which store forwarding cannot serve: a stall per block, which bounds narrow rows. Unrolled, the
-// loop bodies are copies: only the AVX2 version, whose work item is flattened into one function
-// (Avx2Reduce), unrolls; elsewhere GCC left the copies of the dot products out of line.
-template <class F, int... q>
-KOKKOS_INLINE_FUNCTION void for_rows_as(const F& f, std::integer_sequence<int, q...>) {
-  (f(std::integral_constant<int, q>()), ...);
-}
-template <int count, bool unroll, class F>
-KOKKOS_INLINE_FUNCTION void for_rows(const F& f) {
-#if defined(KPMAP_HOST_VECTORS)
-  constexpr bool unrolled = unroll;
-#else
-  constexpr bool unrolled = false;  // device passes: the plain loop
-#endif
-  if constexpr (unrolled) {
-    for_rows_as(f, std::make_integer_sequence<int, count>());
-  } else {
-    for (int q = 0; q < count; ++q) f(q);
-  }
-}
+// Blocks of 16-bit rows up to this size request the next block's rows, larger ones rows
+// prefetch_distance ahead (GradientReduce::pair_ahead).
+inline constexpr long long pair_near_bytes = 1024;
 
 // out[q] = the dot product of row q with w for q < rows, `group` rows at a time, requesting the
 // lines `ahead` elements further on in X (see rows_block): a group of at most burst_bytes all at
@@ -546,8 +519,22 @@ struct GradientReduce {
     }
   }
 
-  // 16-bit rows (half_kernels.hpp). With a dot product, it requests the first half of the next
-  // block's rows and the axpy the second half, so memory streams during both phases: 16-bit rows
+  // How far ahead of block i0 (in elements) pair_block requests rows: the next block when a
+  // block is at most pair_near_bytes, else prefetch_distance bytes or one block, whichever is
+  // further; 0 (the block's own rows) where that would leave X. Measured out of cache with bf16
+  // (docs/performance.md): blocks of 256 B and 1 KiB (16 and 64 features) stream faster with the
+  // next block's rows requested, 2 KiB and 4 KiB (128 and 256 features) with requests 16 KiB ahead.
+  KOKKOS_INLINE_FUNCTION long long pair_ahead(long long i0, long long stride) const {
+    using T = typename XView::non_const_value_type;
+    const long long one_block = block * stride;
+    const long long far = prefetch_distance / static_cast<long long>(sizeof(T));
+    const long long ahead =
+        one_block * static_cast<long long>(sizeof(T)) <= pair_near_bytes || far < one_block ? one_block : far;
+    return (i0 + block) * stride + ahead <= static_cast<long long>(X.extent(0)) * stride ? ahead : 0;
+  }
+
+  // 16-bit rows (half_kernels.hpp). With a dot product, it requests the first half of the rows at
+  // pair_ahead and the axpy the second half, so memory streams during both phases: 16-bit rows
   // have at least twice fp32's arithmetic per byte, and requesting every row in the axpy, as
   // rows_block does, left memory idle for longer (measured: docs/performance.md). A pass with
   // only one of the two phases requests every row in it.
@@ -555,22 +542,23 @@ struct GradientReduce {
     const long long F = static_cast<long long>(X.extent(1));
     const long long stride = static_cast<long long>(X.stride(0));
     const auto* x = X.data() + i0 * stride;
-    const auto* next = next_rows(i0, x, stride);
+    const auto* next = x + pair_ahead(i0, stride);
     Acc r[block];
     int axpy_prefetch_from = 0;
     if constexpr (part == Part::columns) {
-      for (int q = 0; q < block; ++q) r[q] = res(i0 + q);
+      for_rows<block, unroll>([&](auto q) { r[q] = res(i0 + q); });
     } else {
       if constexpr (std::is_same_v<Tag, Fused>) {
-        pair_dot<block, vector_bytes>(x, stride, w.data(), F, r, next, part == Part::all ? block / 2 : block);
+        pair_dot<block, vector_bytes, unroll>(x, stride, w.data(), F, r, next, part == Part::all ? block / 2 : block);
         axpy_prefetch_from = block / 2;
       } else {
-        for (int q = 0; q < block; ++q) r[q] = 0;
+        for_rows<block, unroll>([&](auto q) { r[q] = 0; });
       }
-      for (int q = 0; q < block; ++q) r[q] += residual_offset(i0 + q);
+      for_rows<block, unroll>([&](auto q) { r[q] += residual_offset(i0 + q); });
     }
     if constexpr (part != Part::residual) {
-      pair_axpy<block, vector_bytes>(acc, r, x + first_col(), stride, cols(), next + first_col(), axpy_prefetch_from);
+      pair_axpy<block, vector_bytes, unroll>(acc, r, x + first_col(), stride, cols(), next + first_col(),
+                                             axpy_prefetch_from);
     }
     add_residuals<block>(i0, r, acc);
   }

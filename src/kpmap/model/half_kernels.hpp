@@ -25,6 +25,7 @@
 
 #include "kpmap/core/half.hpp"
 #include "kpmap/model/prefetch.hpp"
+#include "kpmap/model/row_loops.hpp"
 
 // GCC's vector extensions for bf16 rows, in host code on little-endian hosts with
 // __builtin_shufflevector (GCC 12, Clang).
@@ -111,7 +112,7 @@ struct PairVectors<2> {
 // the same order as the plain loops, so the same sums. With vector_bytes 32 (the AVX2 version)
 // two rows' 4 partial sums share one register. As plain loops, GCC built w's floats from scalars
 // (a shift, a mask and an insert per word) at every step.
-template <int rows, int vector_bytes = 16, class H>
+template <int rows, int vector_bytes = 16, bool unroll = false, class H>
 KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long stride, const H* KOKKOS_RESTRICT w,
                                      long long n, float* out, const H* next, int prefetch_rows) {
   constexpr int words = 4;
@@ -157,10 +158,10 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
         part[q / span][q % span * words] += static_cast<float>(x[q * stride + j]) * static_cast<float>(w[j]);
       }
     }
-    for (int q = 0; q < rows; ++q) {
+    for_rows<rows, unroll>([&](auto q) {
       const int p = q / span, k = q % span * words;
       out[q] = (part[p][k] + part[p][k + 1]) + (part[p][k + 2] + part[p][k + 3]);
-    }
+    });
     return;
   }
 #endif
@@ -193,25 +194,23 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
 // g (pair order) += sum_q a[q] * x[q * stride + j]: one load and store of g per `rows` rows,
 // while rows [first_prefetch_row, rows) of the next block (at `next`) are requested. With
 // KPMAP_HALF_VECTORS, bf16 rows run on vectors of vector_bytes: the same sums in the same order.
-template <int rows, int vector_bytes = 16, class H>
+template <int rows, int vector_bytes = 16, bool unroll = false, class H>
 KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, const H* KOKKOS_RESTRICT x,
                                       long long stride, long long n, const H* next, int first_prefetch_row) {
   constexpr long long line = 64 / static_cast<long long>(sizeof(H));
   constexpr int words = pair_group / 2;
   const long long full = n - n % pair_group;
-  float c[rows];
-  for (int q = 0; q < rows; ++q) c[q] = a[q];
 #if defined(KPMAP_HALF_VECTORS)
   if constexpr (std::is_same_v<H, bf16>) {
     typedef std::uint32_t U __attribute__((vector_size(vector_bytes)));
     typedef float V __attribute__((vector_size(vector_bytes)));
     constexpr int per = vector_bytes / 4;
     V cv[rows];
-    for (int q = 0; q < rows; ++q) {
+    for_rows<rows, unroll>([&](auto q) {
       float lane[per];
-      for (int k = 0; k < per; ++k) lane[k] = c[q];
+      for (int k = 0; k < per; ++k) lane[k] = a[q];
       std::memcpy(&cv[q], lane, sizeof(V));
-    }
+    });
     for (long long j0 = 0; j0 < n; j0 += line) {
       for (int q = first_prefetch_row; q < rows; ++q) prefetch_hint(next + q * stride + j0);
       const long long end = j0 + line < full ? j0 + line : full;
@@ -232,11 +231,13 @@ KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, 
       }
     }
     for (long long j = full; j < n; ++j) {
-      for (int q = 0; q < rows; ++q) g[j] += c[q] * static_cast<float>(x[q * stride + j]);
+      for (int q = 0; q < rows; ++q) g[j] += a[q] * static_cast<float>(x[q * stride + j]);
     }
     return;
   }
 #endif
+  float c[rows];
+  for (int q = 0; q < rows; ++q) c[q] = a[q];
   for (long long j0 = 0; j0 < n; j0 += line) {
     for (int q = first_prefetch_row; q < rows; ++q) prefetch_hint(next + q * stride + j0);
     const long long end = j0 + line < full ? j0 + line : full;
