@@ -17,6 +17,8 @@
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -264,9 +266,12 @@ TEST(FusedKernel, ExactAtTheCompileTimeWidthsFp32) { check_fused_widths<float>()
 
 // An n x F LayoutRight matrix of real values (kpmap::test::hashed's stream), rounded to T.
 template <class T>
-Kokkos::View<T**, Kokkos::LayoutRight, kpmap::device_type> hashed_matrix(long long n, long long F,
-                                                                         std::uint64_t stream) {
-  const std::vector<double> xs = kpmap::test::hashed(static_cast<std::size_t>(n * F), stream);
+Kokkos::View<T**, Kokkos::LayoutRight, kpmap::device_type> hashed_matrix(long long n, long long F, std::uint64_t stream,
+                                                                         bool integral = false) {
+  std::vector<double> xs = kpmap::test::hashed(static_cast<std::size_t>(n * F), stream);
+  if (integral) {
+    for (double& e : xs) e = std::round(e);
+  }
   Kokkos::View<T**, Kokkos::LayoutRight, kpmap::device_type> X("X", n, F);
   auto h = Kokkos::create_mirror_view(X);
   for (long long i = 0; i < n; ++i) {
@@ -322,9 +327,41 @@ TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp32) { check_fixed_width_is_g
 // negative zero among the coefficients, widths with and without a partial cache line or a
 // partial group of partial sums: the sums must be bitwise equal. With the loops of the baseline
 // (16-byte vectors) and of the AVX2 version (32-byte vectors, loops over rows unrolled;
-// model/host_isa.hpp), here compiled for the baseline target: the same sums either way.
-template <class T, int vector_bytes, bool unroll>
+// model/host_isa.hpp), compiled for the baseline target (each product rounded, then added) and,
+// as the AVX2 version runs them, for AVX2 and FMA (each product fused with its sum).
+// f() compiled for the baseline target, or (with_fma) inlined into a function compiled for AVX2
+// and FMA, as the fused kernel's AVX2 version is (Avx2Reduce): there the vector loops' products
+// are fused with their sums. with_fma needs a build with dispatch on a CPU with AVX2 and FMA
+// (fma_runs).
+bool fma_runs() { return kpmap::model_detail::host_isa() == kpmap::model_detail::HostIsa::avx2; }
+#if defined(KPMAP_AVX2_DISPATCH)
+template <class F>
+__attribute__((target("avx2,fma"), flatten)) void run_with_fma(const F& f) {
+  f();
+}
+#endif
+template <bool with_fma, class F>
+void run_loops(const F& f) {
+#if defined(KPMAP_AVX2_DISPATCH)
+  if constexpr (with_fma) return run_with_fma(f);
+#endif
+  f();
+}
+
+// a * b + c, rounded once (fused) or twice: the reference for loops run with or without FMA.
+template <bool fused, class T>
+T madd(T a, T b, T c) {
+  if constexpr (fused) {
+    return std::fma(a, b, c);
+  } else {
+    const T product = a * b;  // rounded here: the test is compiled for the baseline target
+    return product + c;
+  }
+}
+
+template <class T, int vector_bytes, bool unroll, bool fused = false>
 void check_block_loops() {
+  if (fused && !fma_runs()) GTEST_SKIP() << "no AVX2 + FMA version in this build or on this CPU";
   namespace md = kpmap::model_detail;
   constexpr int rows = 8, lanes = md::dot_lanes<T, T>;
   for (long long F : {1LL, 5LL, 8LL, 16LL, 24LL, 67LL, 256LL, 1000LL, 1029LL}) {
@@ -336,13 +373,15 @@ void check_block_loops() {
     T a[rows], d1[rows], d4[rows];
     for (int q = 0; q < rows; ++q) a[q] = static_cast<T>(q - 3) / T(7);
     a[3] = -T(0);
-    md::block_dot<rows, 1, vector_bytes, unroll>(x.data(), stride, w.data(), F, d1, 0);
-    md::block_dot<rows, 4, vector_bytes, unroll>(x.data(), stride, w.data(), F, d4, 0);
-    md::block_axpy<rows, vector_bytes, unroll>(g.data(), a, x.data(), stride, F, x.data());
+    run_loops<fused>([&] {
+      md::block_dot<rows, 1, vector_bytes, unroll>(x.data(), stride, w.data(), F, d1, 0);
+      md::block_dot<rows, 4, vector_bytes, unroll>(x.data(), stride, w.data(), F, d4, 0);
+      md::block_axpy<rows, vector_bytes, unroll>(g.data(), a, x.data(), stride, F, x.data());
+    });
     long long differ = 0;
     for (int q = 0; q < rows; ++q) {
       T part[lanes] = {};
-      for (long long j = 0; j < F; ++j) part[j % lanes] += x[q * stride + j] * w[j];
+      for (long long j = 0; j < F; ++j) part[j % lanes] = madd<fused>(x[q * stride + j], w[j], part[j % lanes]);
       for (int width = lanes / 2; width > 0; width /= 2) {
         for (int k = 0; k < width; ++k) part[k] += part[k + width];
       }
@@ -351,7 +390,7 @@ void check_block_loops() {
     }
     for (long long j = 0; j < F; ++j) {
       T sum = ref_g[j];
-      for (int q = 0; q < rows; ++q) sum += a[q] * x[q * stride + j];
+      for (int q = 0; q < rows; ++q) sum = madd<fused>(a[q], x[q * stride + j], sum);
       differ += std::memcmp(&sum, &g[j], sizeof(T)) != 0;
     }
     EXPECT_EQ(differ, 0) << "F " << F;
@@ -362,28 +401,43 @@ TEST(FusedKernel, BlockLoopsAreThePlainSumsFp64) { check_block_loops<double, 16,
 TEST(FusedKernel, BlockLoopsAreThePlainSumsFp32) { check_block_loops<float, 16, false>(); }
 TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2LoopsFp64) { check_block_loops<double, 32, true>(); }
 TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2LoopsFp32) { check_block_loops<float, 32, true>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2FmaFp64) { check_block_loops<double, 32, true, true>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2FmaFp32) { check_block_loops<float, 32, true, true>(); }
 
-// The fused kernel's AVX2 version (model/host_isa.hpp) against its baseline loops, on
-// real-valued data, through every entry point of the fused path (fused, backward, residual and
-// residual_from_z, gradient_columns windows), for every storage type: the same sums in the same
-// order, so the same bits. Widths: the compile-time ones, partial cache lines and lane groups,
-// rows interleaved 4 at a time (1029), blocks summed in halves (4096). Where the AVX2 version
-// runs, the exact tests above run it; this test carries their checks over to the baseline loops.
-// Skipped where the build or the CPU has no AVX2 version.
+// The fused kernel's AVX2 version (model/host_isa.hpp) against its baseline loops, through every
+// entry point of the fused path (fused, backward, residual and residual_from_z,
+// gradient_columns windows), for every storage type. Widths: the compile-time ones, partial cache
+// lines and lane groups, rows interleaved 4 at a time (1029), blocks summed in halves (4096).
+// On integer-valued data (every value in {-1, 0, 1}: every product and partial sum is an exact
+// small integer, so neither the order nor the fused products change a bit) the results must be
+// bitwise equal: no term lost, doubled or added to the wrong sum. On real-valued data the two
+// round their products differently (once with FMA, twice without) and must agree to rounding:
+// each result within 1e-3 (float sums) or 1e-11 (double) of the largest magnitude in its group
+// (a gradient, the residuals, a loss). Where the AVX2 version runs, the exact tests above run it;
+// this test carries their checks over to the baseline loops. Skipped where the build or the CPU
+// has no AVX2 version.
 template <class T, class Acc>
-std::vector<double> fused_path_results(long long n, long long F) {
+std::vector<std::vector<double>> fused_path_results(long long n, long long F, bool integral) {
   kpmap::execution_space exec;
-  const auto X = hashed_matrix<T>(n, F, 11);
-  const View1<T> y = kpmap::test::device_vector<T>(kpmap::test::hashed(n, 12));
-  const View1<Acc> z = kpmap::test::device_vector<Acc>(kpmap::test::hashed(n, 13));
-  const View1<T> params = kpmap::test::device_vector<T>(kpmap::test::hashed(F + 1, 14));
+  const auto values = [&](long long count, std::uint64_t stream) {
+    std::vector<double> v = kpmap::test::hashed(static_cast<std::size_t>(count), stream);
+    if (integral) {
+      for (double& e : v) e = std::round(e);
+    }
+    return v;
+  };
+  const auto X = hashed_matrix<T>(n, F, 11, integral);
+  const View1<T> y = kpmap::test::device_vector<T>(values(n, 12));
+  const View1<Acc> z = kpmap::test::device_vector<Acc>(values(n, 13));
+  const View1<T> params = kpmap::test::device_vector<T>(values(F + 1, 14));
   const auto [w, b] = kpmap::split_params(params, F);
   kpmap::LinearModel<T, Acc> model(GradientKernel::fused);
-  std::vector<double> out;
+  std::vector<std::vector<double>> out;
   const auto keep = [&](const View1<Acc>& v, double loss) {
     const auto hv = to_host(v);
-    for (std::size_t k = 0; k < hv.extent(0); ++k) out.push_back(static_cast<double>(hv(k)));
-    out.push_back(loss);
+    out.emplace_back();
+    for (std::size_t k = 0; k < hv.extent(0); ++k) out.back().push_back(static_cast<double>(hv(k)));
+    out.push_back({loss});
   };
   const auto gradient = [&] { return View1<Acc>("g", F + 1); };
   {
@@ -411,7 +465,7 @@ std::vector<double> fused_path_results(long long n, long long F) {
 }
 
 template <class T, class Acc>
-void check_avx2_is_baseline() {
+void check_avx2_agrees_with_baseline() {
   namespace md = kpmap::model_detail;
   const md::HostIsa isa = md::host_isa();
   if (isa != md::HostIsa::avx2) {
@@ -421,24 +475,36 @@ void check_avx2_is_baseline() {
     md::HostIsa isa;
     ~Restore() { md::set_host_isa(isa); }
   } restore{isa};
-  for (long long F : {1LL, 7LL, 16LL, 33LL, 64LL, 100LL, 1029LL, 4096LL}) {
-    for (long long n : {13LL, 203LL}) {
-      ASSERT_TRUE(md::set_host_isa(md::HostIsa::baseline));
-      const std::vector<double> baseline = fused_path_results<T, Acc>(n, F);
-      ASSERT_TRUE(md::set_host_isa(md::HostIsa::avx2));
-      const std::vector<double> avx2 = fused_path_results<T, Acc>(n, F);
-      ASSERT_EQ(baseline.size(), avx2.size());
-      long long differ = 0;
-      for (std::size_t k = 0; k < avx2.size(); ++k) differ += std::memcmp(&baseline[k], &avx2[k], sizeof(double)) != 0;
-      EXPECT_EQ(differ, 0) << "n " << n << " F " << F << ": " << differ << " of " << avx2.size() << " results differ";
+  const double tolerance = std::is_same_v<Acc, float> ? 1e-3 : 1e-11;
+  for (bool integral : {true, false}) {
+    for (long long F : {1LL, 7LL, 16LL, 33LL, 64LL, 100LL, 1029LL, 4096LL}) {
+      for (long long n : {13LL, 203LL}) {
+        ASSERT_TRUE(md::set_host_isa(md::HostIsa::baseline));
+        const auto baseline = fused_path_results<T, Acc>(n, F, integral);
+        ASSERT_TRUE(md::set_host_isa(md::HostIsa::avx2));
+        const auto avx2 = fused_path_results<T, Acc>(n, F, integral);
+        ASSERT_EQ(baseline.size(), avx2.size());
+        long long differ = 0, count = 0;
+        for (std::size_t k = 0; k < avx2.size(); ++k) {
+          ASSERT_EQ(baseline[k].size(), avx2[k].size());
+          double scale = 0;
+          for (double v : baseline[k]) scale = std::max(scale, std::abs(v));
+          for (std::size_t e = 0; e < avx2[k].size(); ++e, ++count) {
+            const double a = baseline[k][e], v = avx2[k][e];
+            differ += integral ? std::memcmp(&a, &v, sizeof(double)) != 0 : !(std::abs(a - v) <= tolerance * scale);
+          }
+        }
+        EXPECT_EQ(differ, 0) << (integral ? "integer-valued" : "real-valued") << " n " << n << " F " << F << ": "
+                             << differ << " of " << count << " results differ";
+      }
     }
   }
 }
 
-TEST(FusedKernel, Avx2IsBitwiseBaselineFp64) { check_avx2_is_baseline<double, double>(); }
-TEST(FusedKernel, Avx2IsBitwiseBaselineFp32) { check_avx2_is_baseline<float, float>(); }
-TEST(FusedKernel, Avx2IsBitwiseBaselineBf16) { check_avx2_is_baseline<kpmap::bf16, float>(); }
-TEST(FusedKernel, Avx2IsBitwiseBaselineFp16) { check_avx2_is_baseline<kpmap::fp16, float>(); }
+TEST(FusedKernel, Avx2AgreesWithBaselineFp64) { check_avx2_agrees_with_baseline<double, double>(); }
+TEST(FusedKernel, Avx2AgreesWithBaselineFp32) { check_avx2_agrees_with_baseline<float, float>(); }
+TEST(FusedKernel, Avx2AgreesWithBaselineBf16) { check_avx2_agrees_with_baseline<kpmap::bf16, float>(); }
+TEST(FusedKernel, Avx2AgreesWithBaselineFp16) { check_avx2_agrees_with_baseline<kpmap::fp16, float>(); }
 
 // The 16-bit rows' word reads (model/half_kernels.hpp): for every bit pattern in either half
 // of a word, low_of / high_of give bitwise the element's own conversion (static_cast<float>,
@@ -470,13 +536,14 @@ TEST(FusedKernel, WordHalvesAreTheElementsFp16) { check_word_halves<kpmap::fp16>
 // run on vector types (16 bytes, or 32 in the AVX2 version, where two rows share a register and
 // the loops over the rows' residuals are unrolled: for_rows),
 // against plain serial loops in the order model/half_kernels.hpp documents: row q's dot product
-// keeps 4 partial sums, partial k adding x w of elements 2k and 2k + 1 of every 8 (their
-// products summed first), the elements after the last 8 in partial 0, folded as
-// (p0 + p1) + (p2 + p3); the gradient in pair order, each slot adding the rows' products in row
-// order. Real-valued data, rows at odd 2-byte offsets, widths with and without a partial group:
-// the sums must be bitwise equal.
-template <int vector_bytes, bool unroll>
+// keeps 4 partial sums, partial k adding x w of elements 2k, then 2k + 1, of every 8, the
+// elements after the last 8 in partial 0, folded as (p0 + p1) + (p2 + p3); the gradient in pair
+// order, each slot adding the rows' products in row order. Real-valued data, rows at odd 2-byte
+// offsets, widths with and without a partial group: the sums must be bitwise equal, compiled for
+// the baseline target and, for the AVX2 loops, also for AVX2 and FMA (products fused).
+template <int vector_bytes, bool unroll, bool fused = false>
 void check_pair_loops() {
+  if (fused && !fma_runs()) GTEST_SKIP() << "no AVX2 + FMA version in this build or on this CPU";
   namespace md = kpmap::model_detail;
   using H = kpmap::bf16;
   constexpr int rows = 8;
@@ -494,9 +561,11 @@ void check_pair_loops() {
     float a[rows], d8[rows], d1[rows];
     for (int q = 0; q < rows; ++q) a[q] = static_cast<float>(q - 3) / 7.f;
     a[3] = -0.f;
-    md::pair_dot<rows, vector_bytes, unroll>(x, stride, w, F, d8, x, rows);
-    for (int q = 0; q < rows; ++q) md::pair_dot<1, vector_bytes, unroll>(x + q * stride, 0, w, F, d1 + q, x, 0);
-    md::pair_axpy<rows, vector_bytes, unroll>(g.data(), a, x, stride, F, x, 0);
+    run_loops<fused>([&] {
+      md::pair_dot<rows, vector_bytes, unroll>(x, stride, w, F, d8, x, rows);
+      for (int q = 0; q < rows; ++q) md::pair_dot<1, vector_bytes, unroll>(x + q * stride, 0, w, F, d1 + q, x, 0);
+      md::pair_axpy<rows, vector_bytes, unroll>(g.data(), a, x, stride, F, x, 0);
+    });
     const auto at = [](const H* p, long long j) { return static_cast<float>(p[j]); };
     long long differ = 0;
     for (int q = 0; q < rows; ++q) {
@@ -505,17 +574,18 @@ void check_pair_loops() {
       long long j = 0;
       for (; j + 8 <= F; j += 8) {
         for (int k = 0; k < 4; ++k) {
-          part[k] += at(xq, j + 2 * k) * at(w, j + 2 * k) + at(xq, j + 2 * k + 1) * at(w, j + 2 * k + 1);
+          part[k] = madd<fused>(at(xq, j + 2 * k), at(w, j + 2 * k), part[k]);
+          part[k] = madd<fused>(at(xq, j + 2 * k + 1), at(w, j + 2 * k + 1), part[k]);
         }
       }
-      for (; j < F; ++j) part[0] += at(xq, j) * at(w, j);
+      for (; j < F; ++j) part[0] = madd<fused>(at(xq, j), at(w, j), part[0]);
       const float dot = (part[0] + part[1]) + (part[2] + part[3]);
       differ += std::memcmp(&dot, &d8[q], sizeof dot) != 0;
       differ += std::memcmp(&dot, &d1[q], sizeof dot) != 0;
     }
     for (long long j = 0; j < F; ++j) {
       float sum = ref_g[md::pair_slot(j, F)];
-      for (int q = 0; q < rows; ++q) sum += a[q] * at(x + q * stride, j);
+      for (int q = 0; q < rows; ++q) sum = madd<fused>(a[q], at(x + q * stride, j), sum);
       differ += std::memcmp(&sum, &g[md::pair_slot(j, F)], sizeof sum) != 0;
     }
     EXPECT_EQ(differ, 0) << "F " << F;
@@ -524,6 +594,7 @@ void check_pair_loops() {
 
 TEST(FusedKernel, PairLoopsAreThePlainSumsBf16) { check_pair_loops<16, false>(); }
 TEST(FusedKernel, PairLoopsAreThePlainSumsAvx2LoopsBf16) { check_pair_loops<32, true>(); }
+TEST(FusedKernel, PairLoopsAreThePlainSumsAvx2FmaBf16) { check_pair_loops<32, true, true>(); }
 
 // The split of the work: at most 1024 teams and one per 32 rows (the partial buffer holds at most
 // one row of sums per 32 rows of X), every row in exactly one team, every team with a row, one

@@ -11,4 +11,13 @@ bool cpu_has_avx2() noexcept {
 #endif
 }
 
+bool cpu_has_fma() noexcept {
+#if defined(__GNUC__) && defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
 }  // namespace kpmap::detail

@@ -6,4 +6,7 @@ namespace kpmap::detail {
 // Whether this x86-64 CPU has AVX2 (false on other architectures).
 bool cpu_has_avx2() noexcept;
 
+// Whether this x86-64 CPU has FMA (fused multiply-add, FMA3; false on other architectures).
+bool cpu_has_fma() noexcept;
+
 }  // namespace kpmap::detail

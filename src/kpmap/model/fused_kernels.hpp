@@ -53,15 +53,20 @@ template <class Acc>
 inline constexpr int simd_lanes = 64 / static_cast<int>(sizeof(Acc)) > 16 ? 16 : 64 / static_cast<int>(sizeof(Acc));
 
 // sum_j Acc(x[j]) * Acc(w[j]) over contiguous x and w, with `lanes` independent accumulators.
-template <class Acc, class T, class W>
+// fused: each product fused with its sum (add_product), in the AVX2 + FMA version.
+template <class Acc, bool fused = false, class T, class W>
 KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_RESTRICT w, long long n) {
   constexpr int lanes = simd_lanes<Acc>;
   Acc part[lanes] = {};
   long long j = 0;
   for (; j + lanes <= n; j += lanes) {
-    for (int k = 0; k < lanes; ++k) part[k] += static_cast<Acc>(x[j + k]) * static_cast<Acc>(w[j + k]);
+    for (int k = 0; k < lanes; ++k) {
+      part[k] = add_product<fused>(part[k], static_cast<Acc>(x[j + k]), static_cast<Acc>(w[j + k]));
+    }
   }
-  for (int k = 0; j + k < n; ++k) part[k] += static_cast<Acc>(x[j + k]) * static_cast<Acc>(w[j + k]);
+  for (int k = 0; j + k < n; ++k) {
+    part[k] = add_product<fused>(part[k], static_cast<Acc>(x[j + k]), static_cast<Acc>(w[j + k]));
+  }
   for (int width = lanes / 2; width > 0; width /= 2) {
     for (int k = 0; k < width; ++k) part[k] += part[k + width];
   }
@@ -80,7 +85,8 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
 // and a store per add).
 enum class Requests { before, during };
 
-template <int rows, int lanes, Requests requests, int vector_bytes = host_vector_bytes, class Acc, class T, class W>
+template <int rows, int lanes, Requests requests, int vector_bytes = host_vector_bytes, bool fused = false, class Acc,
+          class T, class W>
 KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
                                             long long n, Acc* out, long long ahead) {
   constexpr long long line = 64 / static_cast<long long>(sizeof(T));
@@ -126,7 +132,9 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
     // below: folded in an array, GCC with AVX loads 32 bytes that two 16-byte stores have just
     // written, which store forwarding cannot serve (a stall per row).
     for (int k = 0; j + k < n; ++k) {
-      for (int q = 0; q < rows; ++q) vpart[q][k / per][k % per] += x[q * stride + j + k] * w[j + k];
+      for (int q = 0; q < rows; ++q) {
+        vpart[q][k / per][k % per] = add_product<fused>(vpart[q][k / per][k % per], x[q * stride + j + k], w[j + k]);
+      }
     }
     for (int q = 0; q < rows; ++q) {
       for (int half = vectors / 2; half > 0; half /= 2) {
@@ -149,13 +157,15 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
     const auto step = [&](long long j0) {
       for (int q = 0; q < rows; ++q) {
         for (int k = 0; k < lanes; ++k) {
-          part[q][k] += static_cast<Acc>(x[q * stride + j0 + k]) * static_cast<Acc>(w[j0 + k]);
+          part[q][k] = add_product<fused>(part[q][k], static_cast<Acc>(x[q * stride + j0 + k]), static_cast<Acc>(w[j0 + k]));
         }
       }
     };
     all_steps(step);
     for (int k = 0; j + k < n; ++k) {
-      for (int q = 0; q < rows; ++q) part[q][k] += static_cast<Acc>(x[q * stride + j + k]) * static_cast<Acc>(w[j + k]);
+      for (int q = 0; q < rows; ++q) {
+        part[q][k] = add_product<fused>(part[q][k], static_cast<Acc>(x[q * stride + j + k]), static_cast<Acc>(w[j + k]));
+      }
     }
     for (int q = 0; q < rows; ++q) {
       for (int width = lanes / 2; width > 0; width /= 2) {
@@ -201,8 +211,8 @@ inline constexpr long long pair_near_bytes = 1024;
 // once before its dot product, a larger one line by line as it is read (interleaved_dot). A
 // row's sum is the same whatever the grouping: its terms, its partial sums and their fold do not
 // depend on the other rows.
-template <int rows, int group, int vector_bytes = host_vector_bytes, bool unroll = false, class Acc, class T,
-          class W>
+template <int rows, int group, int vector_bytes = host_vector_bytes, bool unroll = false, bool fused = false,
+          class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
                                       long long n, Acc* out, long long ahead) {
   constexpr int lanes = dot_lanes<Acc, T>;
@@ -213,26 +223,26 @@ KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stri
     for_rows<rows / group, true>([&](auto k) {
       const int q = k * group;
       if (burst) {
-        interleaved_dot<group, lanes, Requests::before, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
+        interleaved_dot<group, lanes, Requests::before, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
       } else {
-        interleaved_dot<group, lanes, Requests::during, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
+        interleaved_dot<group, lanes, Requests::during, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
       }
     });
   } else {
     for (int q = 0; q < rows; q += group) {
       if (burst) {
-        interleaved_dot<group, lanes, Requests::before, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
+        interleaved_dot<group, lanes, Requests::before, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
       } else {
-        interleaved_dot<group, lanes, Requests::during, vector_bytes>(x + q * stride, stride, w, n, out + q, ahead);
+        interleaved_dot<group, lanes, Requests::during, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
       }
     }
   }
 }
 
 // g[j] += a * x[j].
-template <class Acc, class T>
+template <bool fused = false, class Acc, class T>
 KOKKOS_INLINE_FUNCTION void row_axpy(Acc* KOKKOS_RESTRICT g, Acc a, const T* KOKKOS_RESTRICT x, long long n) {
-  for (long long j = 0; j < n; ++j) g[j] += a * static_cast<Acc>(x[j]);
+  for (long long j = 0; j < n; ++j) g[j] = add_product<fused>(g[j], a, static_cast<Acc>(x[j]));
 }
 
 // g[j] += sum_q a[q] * x[q * stride + j]: one load and store of g per `rows` rows. While the
@@ -241,7 +251,8 @@ KOKKOS_INLINE_FUNCTION void row_axpy(Acc* KOKKOS_RESTRICT g, Acc a, const T* KOK
 // On GCC-compatible host compilers whole cache lines of rows of Acc run on vector types of
 // vector_bytes (the same sums in the same order, with no loop control inside a line); the
 // remainder, and every other case, runs the plain loop.
-template <int rows, int vector_bytes = host_vector_bytes, bool unroll = false, class Acc, class T>
+template <int rows, int vector_bytes = host_vector_bytes, bool unroll = false, bool fused = false, class Acc,
+          class T>
 KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, const T* KOKKOS_RESTRICT x,
                                        long long stride, long long n, const T* next) {
   constexpr long long line = 64 / static_cast<long long>(sizeof(T));
@@ -275,7 +286,7 @@ KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, con
     }
     for (int k = 0; k < rest; ++k) {
       Acc s = g[full + k];
-      for (int q = 0; q < rows; ++q) s += a[q] * x[q * stride + full + k];
+      for (int q = 0; q < rows; ++q) s = add_product<fused>(s, a[q], x[q * stride + full + k]);
       g[full + k] = s;
     }
     return;
@@ -288,7 +299,7 @@ KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, con
     const long long end = j0 + line < n ? j0 + line : n;
     for (long long j = j0; j < end; ++j) {
       Acc s = g[j];
-      for (int q = 0; q < rows; ++q) s += c[q] * static_cast<Acc>(x[q * stride + j]);
+      for (int q = 0; q < rows; ++q) s = add_product<fused>(s, c[q], static_cast<Acc>(x[q * stride + j]));
       g[j] = s;
     }
   }
@@ -303,48 +314,26 @@ template <class Acc, class XView>
 inline constexpr bool pair_order_v = rows_contiguous_v<XView> && std::is_same_v<Acc, float> &&
                                      is_half<typename XView::non_const_value_type>::value;
 
-template <class Acc, class XView, class WView>
+template <class Acc, bool fused = false, class XView, class WView>
 KOKKOS_INLINE_FUNCTION Acc dot_row(const XView& X, long long i, const WView& w) {
   const long long F = static_cast<long long>(X.extent(1));
   if constexpr (rows_contiguous_v<XView>) {
-    return row_dot<Acc>(X.data() + i * static_cast<long long>(X.stride(0)), w.data(), F);
+    return row_dot<Acc, fused>(X.data() + i * static_cast<long long>(X.stride(0)), w.data(), F);
   } else {
     Acc s = 0;
-    for (long long j = 0; j < F; ++j) s += static_cast<Acc>(X(i, j)) * static_cast<Acc>(w(j));
+    for (long long j = 0; j < F; ++j) s = add_product<fused>(s, static_cast<Acc>(X(i, j)), static_cast<Acc>(w(j)));
     return s;
   }
 }
 
 // g[j] += a * X(i, c0 + j) for j < n.
-template <class Acc, class XView>
+template <class Acc, bool fused = false, class XView>
 KOKKOS_INLINE_FUNCTION void axpy_row(Acc* g, Acc a, const XView& X, long long i, long long c0, long long n) {
   if constexpr (rows_contiguous_v<XView>) {
-    row_axpy(g, a, X.data() + i * static_cast<long long>(X.stride(0)) + c0, n);
+    row_axpy<fused>(g, a, X.data() + i * static_cast<long long>(X.stride(0)) + c0, n);
   } else {
-    for (long long j = 0; j < n; ++j) g[j] += a * static_cast<Acc>(X(i, c0 + j));
+    for (long long j = 0; j < n; ++j) g[j] = add_product<fused>(g[j], a, static_cast<Acc>(X(i, c0 + j)));
   }
-}
-
-// sum + a * b, rounded the same way wherever it is inlined: fused when the target has a fast fma
-// (-march=native on x86, or aarch64), else a product then a sum. Written as `sum += a * b`, the
-// rounding was the compiler's choice in each inlining context under its default
-// -ffp-contract=fast: for bf16 the loss sum used a plain product in one instantiation of the same
-// code and an fma in another (the products of 8 residuals vectorised, the sum not), so it could
-// change with code around the kernel. Device passes keep the plain expression.
-template <class Acc>
-KOKKOS_INLINE_FUNCTION Acc add_product(Acc sum, Acc a, Acc b) {
-#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
-  if constexpr (std::is_same_v<Acc, float>) {
-#if defined(__FP_FAST_FMAF)
-    return __builtin_fmaf(a, b, sum);
-#endif
-  } else if constexpr (std::is_same_v<Acc, double>) {
-#if defined(__FP_FAST_FMA)
-    return __builtin_fma(a, b, sum);
-#endif
-  }
-#endif
-  return sum + a * b;
 }
 
 // Which sums a GradientReduce forms.
@@ -372,7 +361,7 @@ struct FromZ {};
 
 template <class Tag, class Acc, class XView, class YView, class WView, class BView, class ZView,
           Part part = Part::all, class RView = ZView, long long fixed_f = 0, int vector_bytes = host_vector_bytes,
-          bool unroll = false>
+          bool unroll = false, bool fused = false>
 struct GradientReduce {
   using value_type = Acc[];
   using size_type = std::size_t;
@@ -446,18 +435,18 @@ struct GradientReduce {
       if constexpr (std::is_same_v<Tag, Fused> && pair_order_v<Acc, XView>) {
         const auto* x = X.data() + i * static_cast<long long>(X.stride(0));
         Acc d;
-        pair_dot<1>(x, 0, w.data(), F, &d, x, 0);
+        pair_dot<1, host_vector_bytes, false, fused>(x, 0, w.data(), F, &d, x, 0);
         r += d;
       } else if constexpr (std::is_same_v<Tag, Fused>) {
-        r += dot_row<Acc>(X, i, w);
+        r += dot_row<Acc, fused>(X, i, w);
       }
     }
     if constexpr (part != Part::residual) {
       if constexpr (pair_order_v<Acc, XView>) {  // the gradient sums are in pair order
         const auto* x = X.data() + i * static_cast<long long>(X.stride(0)) + first_col();
-        pair_axpy<1>(acc, &r, x, 0, cols(), x, 1);
+        pair_axpy<1, host_vector_bytes, false, fused>(acc, &r, x, 0, cols(), x, 1);
       } else {
-        axpy_row(acc, r, X, i, first_col(), cols());
+        axpy_row<Acc, fused>(acc, r, X, i, first_col(), cols());
       }
     }
     add_residuals<1>(i, &r, acc);
@@ -510,11 +499,11 @@ struct GradientReduce {
     const auto* x = X.data() + i0 * stride;
     if constexpr (std::is_same_v<Tag, Fused> && part != Part::columns) {
       Acc d[rows];
-      block_dot<rows, group, vector_bytes, unroll>(x + h * stride, stride, w.data(), row_length(), d, ahead);
+      block_dot<rows, group, vector_bytes, unroll, fused>(x + h * stride, stride, w.data(), row_length(), d, ahead);
       for_rows<rows, unroll>([&](auto q) { r[h + q] += d[q]; });
     }
     if constexpr (part != Part::residual) {
-      block_axpy<rows, vector_bytes, unroll>(acc, r + h, x + h * stride + first_col(), stride, cols(),
+      block_axpy<rows, vector_bytes, unroll, fused>(acc, r + h, x + h * stride + first_col(), stride, cols(),
                                              next_rows(i0, x, stride) + h * stride + first_col());
     }
   }
@@ -549,7 +538,7 @@ struct GradientReduce {
       for_rows<block, unroll>([&](auto q) { r[q] = res(i0 + q); });
     } else {
       if constexpr (std::is_same_v<Tag, Fused>) {
-        pair_dot<block, vector_bytes, unroll>(x, stride, w.data(), F, r, next, part == Part::all ? block / 2 : block);
+        pair_dot<block, vector_bytes, unroll, fused>(x, stride, w.data(), F, r, next, part == Part::all ? block / 2 : block);
         axpy_prefetch_from = block / 2;
       } else {
         for_rows<block, unroll>([&](auto q) { r[q] = 0; });
@@ -557,7 +546,7 @@ struct GradientReduce {
       for_rows<block, unroll>([&](auto q) { r[q] += residual_offset(i0 + q); });
     }
     if constexpr (part != Part::residual) {
-      pair_axpy<block, vector_bytes, unroll>(acc, r, x + first_col(), stride, cols(), next + first_col(),
+      pair_axpy<block, vector_bytes, unroll, fused>(acc, r, x + first_col(), stride, cols(), next + first_col(),
                                              axpy_prefetch_from);
     }
     add_residuals<block>(i0, r, acc);
@@ -574,7 +563,7 @@ struct GradientReduce {
       const long long W = cols();
       for_rows<rows, unroll>([&](auto q) {
         acc[W] += r[q];
-        acc[W + 1] = add_product(acc[W + 1], r[q], r[q]);
+        acc[W + 1] = add_product<fused>(acc[W + 1], r[q], r[q]);
       });
     }
   }
@@ -613,10 +602,12 @@ double add_gradient(const execution_space& exec, const View1<Acc>& sums, const G
 }
 
 #if defined(KPMAP_AVX2_DISPATCH)
-// A GradientReduce (with 32-byte vector loops, its loops over a block's rows unrolled: for_rows)
-// compiled for AVX2: flatten inlines every call in operator(), the kernel's loops included, so
-// all of it is AVX2 code (without FMA: the products are rounded before they are added, as in the
-// baseline loops). Kokkos calls operator() once per work item of 8 rows.
+// A GradientReduce (with 32-byte vector loops, its loops over a block's rows unrolled: for_rows,
+// its scalar products fused: add_product) compiled for AVX2 and FMA: flatten inlines every call
+// in operator(), the kernel's loops included, so all of it is AVX2 + FMA code, and each product
+// of a vector loop that is added to a sum is contracted into an fma (GCC's default
+// -ffp-contract=fast; a product feeding one add, so the contraction leaves no choice). Kokkos
+// calls operator() once per work item of 8 rows.
 template <class Reduce>
 struct Avx2Reduce {
   using value_type = typename Reduce::value_type;
@@ -625,7 +616,7 @@ struct Avx2Reduce {
   size_type value_count;
   Reduce f;
 
-  __attribute__((target("avx2"), flatten)) void operator()(long long item, value_type acc) const { f(item, acc); }
+  __attribute__((target("avx2,fma"), flatten)) void operator()(long long item, value_type acc) const { f(item, acc); }
   void init(value_type acc) const { f.init(acc); }
   void join(value_type dst, const value_type src) const { f.join(dst, src); }
 #if KOKKOS_VERSION < 40000
@@ -652,7 +643,7 @@ void reduce_part_as(const execution_space& exec, const XView& X, const YView& y,
 #if defined(KPMAP_AVX2_DISPATCH)
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename execution_space::memory_space>::accessible) {
     if (host_isa() == HostIsa::avx2) {
-      using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 32, true>;
+      using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 32, true, true>;
       const Avx2Reduce<wide> f_avx2{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
       Kokkos::parallel_reduce(label, policy, f_avx2, sums);
       return;

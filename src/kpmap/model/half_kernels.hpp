@@ -105,14 +105,16 @@ struct PairVectors<2> {
 #endif
 
 // out[q] = sum_j x[q * stride + j] * w[j] for q < rows, the rows interleaved so that each word
-// of w serves all of them, with 4 partial sums (one SSE register) per row. Meanwhile rows
+// of w serves all of them, with 4 partial sums (one SSE register) per row, each adding the
+// products of a word's two elements one after the other (`fused`: one fma each, add_product).
+// Meanwhile rows
 // [0, prefetch_rows) of the next block (at `next`) are requested, a cache line per row every
 // 32 features.
 // With KPMAP_HALF_VECTORS, bf16 rows run on vector types: the same lanes, products and adds in
 // the same order as the plain loops, so the same sums. With vector_bytes 32 (the AVX2 version)
 // two rows' 4 partial sums share one register. As plain loops, GCC built w's floats from scalars
 // (a shift, a mask and an insert per word) at every step.
-template <int rows, int vector_bytes = 16, bool unroll = false, class H>
+template <int rows, int vector_bytes = 16, bool unroll = false, bool fused = false, class H>
 KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long stride, const H* KOKKOS_RESTRICT w,
                                      long long n, float* out, const H* next, int prefetch_rows) {
   constexpr int words = 4;
@@ -150,12 +152,14 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
         } else {
           xw = x0;
         }
-        part[p] += reinterpret_cast<V>(xw << 16) * lo + reinterpret_cast<V>(xw & 0xffff0000u) * hi;
+        part[p] += reinterpret_cast<V>(xw << 16) * lo;
+        part[p] += reinterpret_cast<V>(xw & 0xffff0000u) * hi;
       }
     }
     for (; j < n; ++j) {
       for (int q = 0; q < rows; ++q) {
-        part[q / span][q % span * words] += static_cast<float>(x[q * stride + j]) * static_cast<float>(w[j]);
+        const int p = q / span, k = q % span * words;
+        part[p][k] = add_product<fused>(part[p][k], static_cast<float>(x[q * stride + j]), static_cast<float>(w[j]));
       }
     }
     for_rows<rows, unroll>([&](auto q) {
@@ -179,13 +183,14 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
     for (int q = 0; q < rows; ++q) {
       for (int k = 0; k < words; ++k) {
         const std::uint32_t xw = half_pair(x + q * stride + j + 2 * k);
-        part[q][k] += low_of<H>(xw) * lo[k] + high_of<H>(xw) * hi[k];
+        part[q][k] = add_product<fused>(part[q][k], low_of<H>(xw), lo[k]);
+        part[q][k] = add_product<fused>(part[q][k], high_of<H>(xw), hi[k]);
       }
     }
   }
   for (; j < n; ++j) {
     for (int q = 0; q < rows; ++q) {
-      part[q][0] += static_cast<float>(x[q * stride + j]) * static_cast<float>(w[j]);
+      part[q][0] = add_product<fused>(part[q][0], static_cast<float>(x[q * stride + j]), static_cast<float>(w[j]));
     }
   }
   for (int q = 0; q < rows; ++q) out[q] = (part[q][0] + part[q][1]) + (part[q][2] + part[q][3]);
@@ -194,7 +199,7 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
 // g (pair order) += sum_q a[q] * x[q * stride + j]: one load and store of g per `rows` rows,
 // while rows [first_prefetch_row, rows) of the next block (at `next`) are requested. With
 // KPMAP_HALF_VECTORS, bf16 rows run on vectors of vector_bytes: the same sums in the same order.
-template <int rows, int vector_bytes = 16, bool unroll = false, class H>
+template <int rows, int vector_bytes = 16, bool unroll = false, bool fused = false, class H>
 KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, const H* KOKKOS_RESTRICT x,
                                       long long stride, long long n, const H* next, int first_prefetch_row) {
   constexpr long long line = 64 / static_cast<long long>(sizeof(H));
@@ -231,7 +236,7 @@ KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, 
       }
     }
     for (long long j = full; j < n; ++j) {
-      for (int q = 0; q < rows; ++q) g[j] += a[q] * static_cast<float>(x[q * stride + j]);
+      for (int q = 0; q < rows; ++q) g[j] = add_product<fused>(g[j], a[q], static_cast<float>(x[q * stride + j]));
     }
     return;
   }
@@ -246,15 +251,15 @@ KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, 
         float lo = g[j + k], hi = g[j + words + k];
         for (int q = 0; q < rows; ++q) {
           const std::uint32_t xw = half_pair(x + q * stride + j + 2 * k);
-          lo += c[q] * low_of<H>(xw);
-          hi += c[q] * high_of<H>(xw);
+          lo = add_product<fused>(lo, c[q], low_of<H>(xw));
+          hi = add_product<fused>(hi, c[q], high_of<H>(xw));
         }
         g[j + k] = lo, g[j + words + k] = hi;
       }
     }
   }
   for (long long j = full; j < n; ++j) {
-    for (int q = 0; q < rows; ++q) g[j] += c[q] * static_cast<float>(x[q * stride + j]);
+    for (int q = 0; q < rows; ++q) g[j] = add_product<fused>(g[j], c[q], static_cast<float>(x[q * stride + j]));
   }
 }
 

@@ -10,7 +10,7 @@ namespace {
 
 HostIsa detected() {
 #if defined(KPMAP_AVX2_DISPATCH)
-  return detail::cpu_has_avx2() ? HostIsa::avx2 : HostIsa::baseline;
+  return detail::cpu_has_avx2() && detail::cpu_has_fma() ? HostIsa::avx2 : HostIsa::baseline;
 #else
   return HostIsa::build_target;
 #endif

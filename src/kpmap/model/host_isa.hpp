@@ -3,9 +3,11 @@
 //
 // A build for baseline x86-64 (no -mavx2, -march=native or the like) with a GCC-compatible
 // compiler, for host execution spaces, carries the fused kernel twice: its baseline loops (16-byte
-// SSE2 vectors) and the same loops compiled for AVX2 (32-byte vectors, no FMA), and runs the AVX2
-// version where the CPU has AVX2. Both form the same sums in the same order, so they give the
-// same bits. A build that targets the CPU (`native` preset) runs what it was compiled for.
+// SSE2 vectors) and the same loops compiled for AVX2 and FMA (32-byte vectors, each product fused
+// with the sum it is added to), and runs the AVX2 version where the CPU has AVX2 and FMA. Both
+// form the same sums in the same order; the AVX2 version rounds each product once instead of
+// twice, so the two agree to rounding (bitwise on integer-valued data). A build that targets the
+// CPU (`native` preset) runs what it was compiled for.
 #pragma once
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__AVX2__) && !defined(__CUDACC__) && \
@@ -17,12 +19,12 @@ namespace kpmap::model_detail {
 
 enum class HostIsa {
   baseline,      // the baseline loops of a build with dispatch
-  avx2,          // their AVX2 version
+  avx2,          // their AVX2 + FMA version
   build_target,  // a build without dispatch: what the compiler targeted
 };
 
 // The version the fused kernels run from now on: avx2 in a build with dispatch on a CPU with
-// AVX2, unless set_host_isa chose baseline.
+// AVX2 and FMA, unless set_host_isa chose baseline.
 HostIsa host_isa();
 
 // "baseline", "avx2" or "build target" (the report's versions.host_isa; also the name of the

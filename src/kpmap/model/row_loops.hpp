@@ -1,5 +1,5 @@
-// Loops over the rows of a block, shared by the fused kernel's fp32 / fp64 loops
-// (fused_kernels.hpp) and its 16-bit loops (half_kernels.hpp).
+// Loops over the rows of a block, and the rounding of a product added to a sum, shared by the
+// fused kernel's fp32 / fp64 loops (fused_kernels.hpp) and its 16-bit loops (half_kernels.hpp).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -40,6 +40,36 @@ KOKKOS_INLINE_FUNCTION void for_rows(const F& f) {
   } else {
     for (int q = 0; q < count; ++q) f(q);
   }
+}
+
+// sum + a * b, rounded the same way wherever it is inlined: fused when the target has a fast fma
+// (-march=native on x86, or aarch64) or the caller is compiled for one (`fused`: the AVX2 + FMA
+// version of the fused kernel, host_isa.hpp), else a product then a sum. Written as
+// `sum += a * b`, the rounding was the compiler's choice in each inlining context under its
+// default -ffp-contract=fast: for bf16 the loss sum used a plain product in one instantiation of
+// the same code and an fma in another (the products of 8 residuals vectorised, the sum not), so
+// it could change with code around the kernel. Device passes keep the plain expression.
+// The vector loops (GCC vector types) of the AVX2 + FMA version write `sum += a * b`: a vector
+// product feeding one add, which GCC contracts into one fma in every instantiation (there is no
+// vectoriser decision to differ), so they round as add_product<true> does.
+template <bool fused = false, class Acc>
+KOKKOS_INLINE_FUNCTION Acc add_product(Acc sum, Acc a, Acc b) {
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+  if constexpr (fused && std::is_same_v<Acc, float>) {
+    return __builtin_fmaf(a, b, sum);
+  } else if constexpr (fused && std::is_same_v<Acc, double>) {
+    return __builtin_fma(a, b, sum);
+  } else if constexpr (std::is_same_v<Acc, float>) {
+#if defined(__FP_FAST_FMAF)
+    return __builtin_fmaf(a, b, sum);
+#endif
+  } else if constexpr (std::is_same_v<Acc, double>) {
+#if defined(__FP_FAST_FMA)
+    return __builtin_fma(a, b, sum);
+#endif
+  }
+#endif
+  return sum + a * b;
 }
 
 }  // namespace kpmap::model_detail
