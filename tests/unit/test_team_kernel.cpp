@@ -330,9 +330,8 @@ TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp32) { check_fixed_width_is_g
 // model/host_isa.hpp), compiled for the baseline target (each product rounded, then added) and,
 // as the AVX2 version runs them, for AVX2 and FMA (each product fused with its sum).
 // f() compiled for the baseline target, or (with_fma) inlined into a function compiled for AVX2
-// and FMA, as the fused kernel's AVX2 version is (Avx2Reduce): there the vector loops' products
-// are fused with their sums. with_fma needs a build with dispatch on a CPU with AVX2 and FMA
-// (fma_runs).
+// and FMA, as the fused kernel's AVX2 version runs its loops (Avx2Reduce), for the loops with
+// `fused` products. with_fma needs a build with dispatch on a CPU with AVX2 and FMA (fma_runs).
 bool fma_runs() { return kpmap::model_detail::host_isa() == kpmap::model_detail::HostIsa::avx2; }
 #if defined(KPMAP_AVX2_DISPATCH)
 template <class F>
@@ -374,9 +373,9 @@ void check_block_loops() {
     for (int q = 0; q < rows; ++q) a[q] = static_cast<T>(q - 3) / T(7);
     a[3] = -T(0);
     run_loops<fused>([&] {
-      md::block_dot<rows, 1, vector_bytes, unroll>(x.data(), stride, w.data(), F, d1, 0);
-      md::block_dot<rows, 4, vector_bytes, unroll>(x.data(), stride, w.data(), F, d4, 0);
-      md::block_axpy<rows, vector_bytes, unroll>(g.data(), a, x.data(), stride, F, x.data());
+      md::block_dot<rows, 1, vector_bytes, unroll, fused>(x.data(), stride, w.data(), F, d1, 0);
+      md::block_dot<rows, 4, vector_bytes, unroll, fused>(x.data(), stride, w.data(), F, d4, 0);
+      md::block_axpy<rows, vector_bytes, unroll, fused>(g.data(), a, x.data(), stride, F, x.data());
     });
     long long differ = 0;
     for (int q = 0; q < rows; ++q) {
@@ -562,9 +561,9 @@ void check_pair_loops() {
     for (int q = 0; q < rows; ++q) a[q] = static_cast<float>(q - 3) / 7.f;
     a[3] = -0.f;
     run_loops<fused>([&] {
-      md::pair_dot<rows, vector_bytes, unroll>(x, stride, w, F, d8, x, rows);
-      for (int q = 0; q < rows; ++q) md::pair_dot<1, vector_bytes, unroll>(x + q * stride, 0, w, F, d1 + q, x, 0);
-      md::pair_axpy<rows, vector_bytes, unroll>(g.data(), a, x, stride, F, x, 0);
+      md::pair_dot<rows, vector_bytes, unroll, fused>(x, stride, w, F, d8, x, rows);
+      for (int q = 0; q < rows; ++q) md::pair_dot<1, vector_bytes, unroll, fused>(x + q * stride, 0, w, F, d1 + q, x, 0);
+      md::pair_axpy<rows, vector_bytes, unroll, fused>(g.data(), a, x, stride, F, x, 0);
     });
     const auto at = [](const H* p, long long j) { return static_cast<float>(p[j]); };
     long long differ = 0;

@@ -123,7 +123,7 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
         for (int v = 0; v < vectors; ++v) {
           V xv;
           std::memcpy(&xv, x + q * stride + j0 + v * per, sizeof(V));
-          vpart[q][v] += xv * wv[v];
+          add_products<fused>(vpart[q][v], xv, wv[v]);
         }
       }
     };
@@ -275,7 +275,7 @@ KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, con
         for (int q = 0; q < rows; ++q) {
           V xv;
           std::memcpy(&xv, x + q * stride + j0 + v * per, sizeof(V));
-          sum += cv[q] * xv;
+          add_products<fused>(sum, cv[q], xv);
         }
         std::memcpy(g + j0 + v * per, &sum, sizeof(V));
       }
@@ -603,11 +603,9 @@ double add_gradient(const execution_space& exec, const View1<Acc>& sums, const G
 
 #if defined(KPMAP_AVX2_DISPATCH)
 // A GradientReduce (with 32-byte vector loops, its loops over a block's rows unrolled: for_rows,
-// its scalar products fused: add_product) compiled for AVX2 and FMA: flatten inlines every call
-// in operator(), the kernel's loops included, so all of it is AVX2 + FMA code, and each product
-// of a vector loop that is added to a sum is contracted into an fma (GCC's default
-// -ffp-contract=fast; a product feeding one add, so the contraction leaves no choice). Kokkos
-// calls operator() once per work item of 8 rows.
+// every product fused with the sum it is added to: add_product, add_products) compiled for AVX2
+// and FMA: flatten inlines every call in operator(), the kernel's loops included, so all of it is
+// AVX2 + FMA code. Kokkos calls operator() once per work item of 8 rows.
 template <class Reduce>
 struct Avx2Reduce {
   using value_type = typename Reduce::value_type;

@@ -152,8 +152,8 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
         } else {
           xw = x0;
         }
-        part[p] += reinterpret_cast<V>(xw << 16) * lo;
-        part[p] += reinterpret_cast<V>(xw & 0xffff0000u) * hi;
+        add_products<fused>(part[p], reinterpret_cast<V>(xw << 16), lo);
+        add_products<fused>(part[p], reinterpret_cast<V>(xw & 0xffff0000u), hi);
       }
     }
     for (; j < n; ++j) {
@@ -227,8 +227,8 @@ KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, 
           for (int q = 0; q < rows; ++q) {
             U xw;
             std::memcpy(&xw, x + q * stride + j + 2 * v * per, sizeof(U));
-            lo += cv[q] * reinterpret_cast<V>(xw << 16);
-            hi += cv[q] * reinterpret_cast<V>(xw & 0xffff0000u);
+            add_products<fused>(lo, cv[q], reinterpret_cast<V>(xw << 16));
+            add_products<fused>(hi, cv[q], reinterpret_cast<V>(xw & 0xffff0000u));
           }
           std::memcpy(g + j + v * per, &lo, sizeof(V));
           std::memcpy(g + j + words + v * per, &hi, sizeof(V));

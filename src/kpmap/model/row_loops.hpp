@@ -7,6 +7,12 @@
 #include <type_traits>
 #include <utility>
 
+#include "kpmap/model/host_isa.hpp"
+
+#if defined(KPMAP_AVX2_DISPATCH)
+#include <immintrin.h>
+#endif
+
 // GCC's vector extensions, in host code only (device passes keep the plain loops).
 #if defined(__GNUC__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__) && \
     !defined(__SYCL_DEVICE_ONLY__)
@@ -49,9 +55,6 @@ KOKKOS_INLINE_FUNCTION void for_rows(const F& f) {
 // default -ffp-contract=fast: for bf16 the loss sum used a plain product in one instantiation of
 // the same code and an fma in another (the products of 8 residuals vectorised, the sum not), so
 // it could change with code around the kernel. Device passes keep the plain expression.
-// The vector loops (GCC vector types) of the AVX2 + FMA version write `sum += a * b`: a vector
-// product feeding one add, which GCC contracts into one fma in every instantiation (there is no
-// vectoriser decision to differ), so they round as add_product<true> does.
 template <bool fused = false, class Acc>
 KOKKOS_INLINE_FUNCTION Acc add_product(Acc sum, Acc a, Acc b) {
 #if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
@@ -71,5 +74,51 @@ KOKKOS_INLINE_FUNCTION Acc add_product(Acc sum, Acc a, Acc b) {
 #endif
   return sum + a * b;
 }
+
+#if defined(KPMAP_HOST_VECTORS)
+#if defined(KPMAP_AVX2_DISPATCH)
+// The fused products of the AVX2 + FMA version's vector loops, as FMA instructions: compiled for
+// FMA, inlined into that version (flatten) when optimising and called from it otherwise. Left to
+// the compiler's contraction, `sum += a * b` was fused when optimising and not at -O0, where the
+// scalar code's add_product<true> still was. The vectors go by reference, so none crosses a call
+// between code of different targets by value.
+typedef float fma_floats4 __attribute__((vector_size(16)));
+typedef float fma_floats8 __attribute__((vector_size(32)));
+typedef double fma_doubles2 __attribute__((vector_size(16)));
+typedef double fma_doubles4 __attribute__((vector_size(32)));
+__attribute__((target("avx2,fma"))) inline void fused_add_product(fma_floats4& sum, const fma_floats4& a,
+                                                                 const fma_floats4& b) {
+  sum = _mm_fmadd_ps(a, b, sum);
+}
+__attribute__((target("avx2,fma"))) inline void fused_add_product(fma_floats8& sum, const fma_floats8& a,
+                                                                 const fma_floats8& b) {
+  sum = _mm256_fmadd_ps(a, b, sum);
+}
+__attribute__((target("avx2,fma"))) inline void fused_add_product(fma_doubles2& sum, const fma_doubles2& a,
+                                                                 const fma_doubles2& b) {
+  sum = _mm_fmadd_pd(a, b, sum);
+}
+__attribute__((target("avx2,fma"))) inline void fused_add_product(fma_doubles4& sum, const fma_doubles4& a,
+                                                                 const fma_doubles4& b) {
+  sum = _mm256_fmadd_pd(a, b, sum);
+}
+#endif
+
+// sum += a * b on GCC vector types, lane by lane: one fma per lane in the AVX2 + FMA version
+// (`fused`), as add_product<true> for scalars; a product and a sum elsewhere.
+template <bool fused, class V>
+KOKKOS_INLINE_FUNCTION void add_products(V& sum, const V& a, const V& b) {
+#if defined(KPMAP_AVX2_DISPATCH)
+  if constexpr (fused) {
+    fused_add_product(sum, a, b);
+  } else {
+    sum += a * b;
+  }
+#else
+  static_assert(!fused, "fused vector products are the AVX2 + FMA version's");
+  sum += a * b;
+#endif
+}
+#endif
 
 }  // namespace kpmap::model_detail
