@@ -400,8 +400,10 @@ TEST(FusedKernel, BlockLoopsAreThePlainSumsFp64) { check_block_loops<double, 16,
 TEST(FusedKernel, BlockLoopsAreThePlainSumsFp32) { check_block_loops<float, 16, false>(); }
 TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2LoopsFp64) { check_block_loops<double, 32, true>(); }
 TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2LoopsFp32) { check_block_loops<float, 32, true>(); }
+#if defined(KPMAP_AVX2_DISPATCH)  // fused products exist in the AVX2 + FMA version only
 TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2FmaFp64) { check_block_loops<double, 32, true, true>(); }
 TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2FmaFp32) { check_block_loops<float, 32, true, true>(); }
+#endif
 
 // The fused kernel's AVX2 version (model/host_isa.hpp) against its baseline loops, through every
 // entry point of the fused path (fused, backward, residual and residual_from_z,
@@ -562,7 +564,9 @@ void check_pair_loops() {
     a[3] = -0.f;
     run_loops<fused>([&] {
       md::pair_dot<rows, vector_bytes, unroll, fused>(x, stride, w, F, d8, x, rows);
-      for (int q = 0; q < rows; ++q) md::pair_dot<1, vector_bytes, unroll, fused>(x + q * stride, 0, w, F, d1 + q, x, 0);
+      for (int q = 0; q < rows; ++q) {
+        md::pair_dot<1, vector_bytes, unroll, fused>(x + q * stride, 0, w, F, d1 + q, x, 0);
+      }
       md::pair_axpy<rows, vector_bytes, unroll, fused>(g.data(), a, x, stride, F, x, 0);
     });
     const auto at = [](const H* p, long long j) { return static_cast<float>(p[j]); };
@@ -593,7 +597,9 @@ void check_pair_loops() {
 
 TEST(FusedKernel, PairLoopsAreThePlainSumsBf16) { check_pair_loops<16, false>(); }
 TEST(FusedKernel, PairLoopsAreThePlainSumsAvx2LoopsBf16) { check_pair_loops<32, true>(); }
+#if defined(KPMAP_AVX2_DISPATCH)
 TEST(FusedKernel, PairLoopsAreThePlainSumsAvx2FmaBf16) { check_pair_loops<32, true, true>(); }
+#endif
 
 // The split of the work: at most 1024 teams and one per 32 rows (the partial buffer holds at most
 // one row of sums per 32 rows of X), every row in exactly one team, every team with a row, one

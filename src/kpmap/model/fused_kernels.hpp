@@ -157,14 +157,16 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
     const auto step = [&](long long j0) {
       for (int q = 0; q < rows; ++q) {
         for (int k = 0; k < lanes; ++k) {
-          part[q][k] = add_product<fused>(part[q][k], static_cast<Acc>(x[q * stride + j0 + k]), static_cast<Acc>(w[j0 + k]));
+          const Acc xk = static_cast<Acc>(x[q * stride + j0 + k]);
+          part[q][k] = add_product<fused>(part[q][k], xk, static_cast<Acc>(w[j0 + k]));
         }
       }
     };
     all_steps(step);
     for (int k = 0; j + k < n; ++k) {
       for (int q = 0; q < rows; ++q) {
-        part[q][k] = add_product<fused>(part[q][k], static_cast<Acc>(x[q * stride + j + k]), static_cast<Acc>(w[j + k]));
+        const Acc xk = static_cast<Acc>(x[q * stride + j + k]);
+        part[q][k] = add_product<fused>(part[q][k], xk, static_cast<Acc>(w[j + k]));
       }
     }
     for (int q = 0; q < rows; ++q) {
@@ -223,17 +225,21 @@ KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stri
     for_rows<rows / group, true>([&](auto k) {
       const int q = k * group;
       if (burst) {
-        interleaved_dot<group, lanes, Requests::before, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
+        interleaved_dot<group, lanes, Requests::before, vector_bytes, fused>(x + q * stride, stride, w, n, out + q,
+                                                                             ahead);
       } else {
-        interleaved_dot<group, lanes, Requests::during, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
+        interleaved_dot<group, lanes, Requests::during, vector_bytes, fused>(x + q * stride, stride, w, n, out + q,
+                                                                             ahead);
       }
     });
   } else {
     for (int q = 0; q < rows; q += group) {
       if (burst) {
-        interleaved_dot<group, lanes, Requests::before, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
+        interleaved_dot<group, lanes, Requests::before, vector_bytes, fused>(x + q * stride, stride, w, n, out + q,
+                                                                             ahead);
       } else {
-        interleaved_dot<group, lanes, Requests::during, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
+        interleaved_dot<group, lanes, Requests::during, vector_bytes, fused>(x + q * stride, stride, w, n, out + q,
+                                                                             ahead);
       }
     }
   }
@@ -504,7 +510,7 @@ struct GradientReduce {
     }
     if constexpr (part != Part::residual) {
       block_axpy<rows, vector_bytes, unroll, fused>(acc, r + h, x + h * stride + first_col(), stride, cols(),
-                                             next_rows(i0, x, stride) + h * stride + first_col());
+                                                    next_rows(i0, x, stride) + h * stride + first_col());
     }
   }
 
@@ -538,7 +544,8 @@ struct GradientReduce {
       for_rows<block, unroll>([&](auto q) { r[q] = res(i0 + q); });
     } else {
       if constexpr (std::is_same_v<Tag, Fused>) {
-        pair_dot<block, vector_bytes, unroll, fused>(x, stride, w.data(), F, r, next, part == Part::all ? block / 2 : block);
+        pair_dot<block, vector_bytes, unroll, fused>(x, stride, w.data(), F, r, next,
+                                                     part == Part::all ? block / 2 : block);
         axpy_prefetch_from = block / 2;
       } else {
         for_rows<block, unroll>([&](auto q) { r[q] = 0; });
@@ -547,7 +554,7 @@ struct GradientReduce {
     }
     if constexpr (part != Part::residual) {
       pair_axpy<block, vector_bytes, unroll, fused>(acc, r, x + first_col(), stride, cols(), next + first_col(),
-                                             axpy_prefetch_from);
+                                                    axpy_prefetch_from);
     }
     add_residuals<block>(i0, r, acc);
   }

@@ -107,9 +107,8 @@ struct PairVectors<2> {
 // out[q] = sum_j x[q * stride + j] * w[j] for q < rows, the rows interleaved so that each word
 // of w serves all of them, with 4 partial sums (one SSE register) per row, each adding the
 // products of a word's two elements one after the other (`fused`: one fma each, add_product).
-// Meanwhile rows
-// [0, prefetch_rows) of the next block (at `next`) are requested, a cache line per row every
-// 32 features.
+// Meanwhile rows [0, prefetch_rows) of the next block (at `next`) are requested, a cache line
+// per row every 32 features.
 // With KPMAP_HALF_VECTORS, bf16 rows run on vector types: the same lanes, products and adds in
 // the same order as the plain loops, so the same sums. With vector_bytes 32 (the AVX2 version)
 // two rows' 4 partial sums share one register. As plain loops, GCC built w's floats from scalars
