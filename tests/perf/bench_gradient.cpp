@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kpmap/core/half.hpp"
@@ -89,7 +90,7 @@ template <class T>
 struct StreamSum {
   using Word = typename StreamWord<T>::type;
   static constexpr int lanes = 64 / sizeof(Word);
-  static constexpr long long chunk = 4096;  // words per work item, a multiple of lanes
+  enum : long long { chunk = 4096 };  // words per work item, a multiple of lanes
   using value_type = Word[];
   using size_type = std::size_t;
   size_type value_count = lanes;
@@ -118,6 +119,16 @@ struct StreamSum {
     for (int k = 0; k < lanes; ++k) dst[k] += src[k];
   }
 #endif
+};
+
+// On a device: one word per work item, so that neighbouring threads read neighbouring words
+// (coalesced loads); StreamSum's chunk per work item suits a CPU thread and not a warp.
+template <class T>
+struct StreamSumFlat {
+  using Word = typename StreamWord<T>::type;
+  using value_type = Word;
+  const T* x = nullptr;
+  KOKKOS_INLINE_FUNCTION void operator()(long long i, Word& sum) const { sum += StreamWord<T>::load(x, i); }
 };
 
 template <class T>
@@ -160,13 +171,18 @@ class StreamRead {
   }
   double bytes() const { return static_cast<double>(f_.words) * sizeof(Word); }
   void operator()() {
-    const long long chunks = (f_.words + StreamSum<T>::chunk - 1) / StreamSum<T>::chunk;
-    const Kokkos::View<Word*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> result(sums_,
-                                                                                               StreamSum<T>::lanes);
-    Kokkos::parallel_reduce("kpmap::bench::stream_read",
-                            Kokkos::RangePolicy<kpmap::execution_space, Kokkos::IndexType<long long>>(0, chunks), f_,
-                            result);
-    benchmark::DoNotOptimize(sums_);
+    using Range = Kokkos::RangePolicy<kpmap::execution_space, Kokkos::IndexType<long long>>;
+    if constexpr (!std::is_same_v<kpmap::execution_space::memory_space, Kokkos::HostSpace>) {
+      Word sum{};
+      Kokkos::parallel_reduce("kpmap::bench::stream_read", Range(0, f_.words), StreamSumFlat<T>{f_.x}, sum);
+      benchmark::DoNotOptimize(sum);
+    } else {
+      const long long chunks = (f_.words + StreamSum<T>::chunk - 1) / StreamSum<T>::chunk;
+      const Kokkos::View<Word*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> result(
+          sums_, StreamSum<T>::lanes);
+      Kokkos::parallel_reduce("kpmap::bench::stream_read", Range(0, chunks), f_, result);
+      benchmark::DoNotOptimize(sums_);
+    }
   }
 
  private:
