@@ -307,10 +307,14 @@ void register_layout(bool with_rows, bool with_blas) {
     // Registration order is run order: stream first, so of_stream can refer to it.
     add("stream_read", stream_read<T, Layout>);
     if (with_rows) {  // the kernels that read LayoutRight rows
-      add("fused", gradient<T, Layout, GradientKernel::fused>);
-      add("fused_paired", paired<T, Layout, GradientKernel::fused>);
-      if (kpmap::model_detail::host_isa() == kpmap::model_detail::HostIsa::avx2) {
-        add("fused_paired_baseline", paired<T, Layout, GradientKernel::fused, true>);
+      // the fused kernel where this backend takes that width (a GPU: kpmap::fused_max_features)
+      const long long most = kpmap::fused_max_features(sizeof(acc_t<T>));
+      if (most < 0 || features <= most) {
+        add("fused", gradient<T, Layout, GradientKernel::fused>);
+        add("fused_paired", paired<T, Layout, GradientKernel::fused>);
+        if (kpmap::model_detail::host_isa() == kpmap::model_detail::HostIsa::avx2) {
+          add("fused_paired_baseline", paired<T, Layout, GradientKernel::fused, true>);
+        }
       }
       add("team", gradient<T, Layout, GradientKernel::team>);
     }

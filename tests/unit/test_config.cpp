@@ -10,6 +10,7 @@
 #include "kpmap/app/train_mode.hpp"
 #include "kpmap/config/config.hpp"
 #include "kpmap/core/error.hpp"
+#include "kpmap/model/gradient_kernel.hpp"
 
 namespace {
 
@@ -535,6 +536,46 @@ TEST(ResolvedDeck, KernelAutoNamesTheBackendsKernel) {
     kpmap::Config c = load(head + "train: {kernel: " + kernel + "}\n");
     kpmap::resolve_gradient_kernel(c);
     EXPECT_EQ(c.resolved["train"]["kernel"], kernel);
+  }
+}
+
+// The fused kernel's widest rows on a GPU backend: Kokkos' CUDA backend refuses a reduction
+// whose 34 slots of F + 2 sums exceed 48 KiB of shared memory.
+TEST(ResolvedDeck, FusedDeviceLimitIsTheWidestThatFits) {
+  for (const std::size_t bytes : {sizeof(double), sizeof(float)}) {
+    const long long most = kpmap::fused_device_max_features(bytes);
+    EXPECT_LE(34 * (most + 2) * static_cast<long long>(bytes), 49152) << bytes;
+    EXPECT_GT(34 * (most + 3) * static_cast<long long>(bytes), 49152) << bytes;
+  }
+  EXPECT_EQ(kpmap::fused_max_features(8), kpmap::host_execution_v ? -1 : kpmap::fused_device_max_features(8));
+}
+
+// train.kernel fused wider than a GPU backend's limit per model rank is refused, naming the key,
+// the features per model rank and the limit (check_fused_width, which resolve_gradient_kernel
+// calls with the backend's limit; here with a GPU's limit on any backend).
+TEST(ResolvedDeck, FusedKernelWiderThanAGpuBlockIsRefused) {
+  const auto deck = [](const std::string& axes, long long features, const std::string& kernel) {
+    return "mode: train\nmesh: {axes: {" + axes + "}}\nproblem: {samples: 4096, features: " +
+           std::to_string(features) + "}\ntrain: {kernel: " + kernel + "}\nprecision: {compute: fp64}\n";
+  };
+  const long long most = kpmap::fused_device_max_features(sizeof(double));
+  EXPECT_NO_THROW(kpmap::check_fused_width(load(deck("data: -1", most, "fused")), most));
+  EXPECT_NO_THROW(kpmap::check_fused_width(load(deck("data: 2, model: 2", 2 * most, "fused")), most));
+  EXPECT_NO_THROW(kpmap::check_fused_width(load(deck("data: -1", 100000, "team")), most));
+  EXPECT_NO_THROW(kpmap::check_fused_width(load(deck("data: -1", 100000, "fused")), -1));
+  for (const auto& [axes, features] :
+       std::vector<std::pair<std::string, long long>>{{"data: -1", most + 1}, {"data: 2, model: 2", 2 * most + 1}}) {
+    try {
+      kpmap::check_fused_width(load(deck(axes, features, "fused")), most);
+      ADD_FAILURE() << axes << ", " << features << " features: no error";
+    } catch (const kpmap::InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("train.kernel: 'fused' with " + std::to_string(most + 1) + " features per model rank"),
+                std::string::npos)
+          << what;
+      EXPECT_NE(what.find("at most " + std::to_string(most) + " features per model rank"), std::string::npos) << what;
+      EXPECT_NE(what.find("team"), std::string::npos) << what;
+    }
   }
 }
 

@@ -241,9 +241,28 @@ std::optional<CommModel> train_comm_model(const Config& config) {
 }
 
 void resolve_gradient_kernel(Config& config) {
-  if (config.train.kernel != "auto") return;
-  config.train.kernel = to_string(default_gradient_kernel());
-  if (config.resolved.contains("train")) config.resolved["train"]["kernel"] = config.train.kernel;
+  if (config.train.kernel == "auto") {
+    config.train.kernel = to_string(default_gradient_kernel());
+    if (config.resolved.contains("train")) config.resolved["train"]["kernel"] = config.train.kernel;
+  }
+  const std::size_t sum_bytes = config.precision.compute == Dtype::fp64 ? sizeof(double) : sizeof(float);
+  check_fused_width(config, fused_max_features(sum_bytes));
+}
+
+void check_fused_width(const Config& config, long long max_features) {
+  if (config.mode != Mode::train || config.train.kernel != "fused" || max_features < 0) return;
+  long long model = 1;
+  for (const auto& axis : config.mesh.axes) {
+    if (axis.name == "model") model = axis.size;
+  }
+  const long long per_rank = (config.problem.features + model - 1) / model;
+  if (per_rank <= max_features) return;
+  const std::string sums = config.precision.compute == Dtype::fp64 ? "fp64" : "fp32";
+  throw InputError("train.kernel: 'fused' with " + std::to_string(per_rank) +
+                   " features per model rank keeps " + std::to_string(per_rank + 2) + " " + sums +
+                   " gradient sums per GPU thread in shared memory, more than a block holds (allowed: team, "
+                   "which train.kernel auto picks on GPUs, kokkos_kernels, or fused with at most " +
+                   std::to_string(max_features) + " features per model rank: problem.features / the model axis)");
 }
 
 TrainSpec train_spec(const Config& config) {

@@ -13,7 +13,12 @@ namespace kpmap {
 
 // train.kernel auto (the default) -> the backend's default_gradient_kernel(), in the Config and
 // in its resolved deck, so that reports name the kernel that ran.
+// Then check_fused_width with this backend's fused_max_features.
 void resolve_gradient_kernel(Config& config);
+
+// train.kernel fused on a backend that keeps its sums in GPU shared memory: InputError naming
+// train.kernel, the features per model rank and max_features (< 0: no limit, host backends).
+void check_fused_width(const Config& config, long long max_features);
 
 // The trainer's view of the deck.
 TrainSpec train_spec(const Config& config);

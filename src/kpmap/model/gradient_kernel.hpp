@@ -2,6 +2,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <cstddef>
 #include <string>
 
 #include "kpmap/core/types.hpp"
@@ -24,6 +25,19 @@ inline constexpr bool host_execution_v =
 // ones.
 constexpr GradientKernel default_gradient_kernel() {
   return host_execution_v ? GradientKernel::fused : GradientKernel::team;
+}
+
+// The widest rows (features per model rank) the fused kernel takes on a GPU backend, with
+// gradient sums of `sum_bytes` each: its parallel_reduce keeps F + 2 sums per thread, which a GPU
+// holds in shared memory, and Kokkos' CUDA backend refuses a reduction whose smallest block (32
+// threads and 2 more slots) needs more than the 48 KiB a block may use: 34 (F + 2) sum_bytes <=
+// 49152, so 178 features with fp64 sums and 359 with fp32 ones.
+constexpr long long fused_device_max_features(std::size_t sum_bytes) {
+  return static_cast<long long>(49152 / (34 * sum_bytes)) - 2;
+}
+// The same on this build's execution space; -1 (no limit) on host backends.
+constexpr long long fused_max_features(std::size_t sum_bytes) {
+  return host_execution_v ? -1 : fused_device_max_features(sum_bytes);
 }
 
 std::string to_string(GradientKernel kernel);

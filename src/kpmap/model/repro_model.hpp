@@ -26,6 +26,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -103,13 +104,16 @@ struct ReproGradientReduce {
   using value_type = double[];
   using size_type = std::size_t;
 
-  size_type value_count;  // 3 (F + 2)
+  size_type value_count;  // 3 (cols + 2)
   XView X;
   YView y;
   WView w;  // ReproFused only
   BView b;  // extent 0 without bias
   ZView z;  // ReproFromZ only
   ReproGrids g;
+  // The gradient columns of this pass, [j0, j0 + cols): every column but on device backends
+  // (ReproducibleModel::columns_per_pass). The residual and loss slots follow them.
+  long long j0 = 0, cols = 0;
 
   // Host backends with contiguous rows hand blocks of `block` rows to the row loops of
   // model/repro_rows.cpp; anything else (device backends, other layouts) takes one row per item.
@@ -122,13 +126,12 @@ struct ReproGradientReduce {
   long long items() const { return (static_cast<long long>(X.extent(0)) + block - 1) / block; }
 
   KOKKOS_INLINE_FUNCTION void operator()(long long item, value_type acc) const {
-    const long long F = static_cast<long long>(X.extent(1));
-    const size_type S = static_cast<size_type>(F + 2);
+    const size_type S = static_cast<size_type>(cols + 2);
     double* a1 = acc;
     double* a2 = acc + S;
     double* a3 = acc + 2 * S;
     const double bias = b.extent(0) > 0 ? static_cast<double>(b(0)) : 0.0;
-    if constexpr (host_rows) {
+    if constexpr (host_rows) {  // every column in one pass (cols == F)
       const long long i0 = item * block, n = static_cast<long long>(X.extent(0));
       const long long rows = n - i0 < block ? n - i0 : block;
 #if KPMAP_REPRO_HOST_ROWS
@@ -136,18 +139,17 @@ struct ReproGradientReduce {
       const double* zp = nullptr;
       if constexpr (!std::is_same_v<Tag, ReproFused>) zp = z.data() + i0;
       repro_rows(g, x, static_cast<long long>(X.stride(0)), rows,
-                 std::is_same_v<Tag, ReproFused> ? w.data() : nullptr, zp, bias, y.data() + i0, F, a1, a2,
+                 std::is_same_v<Tag, ReproFused> ? w.data() : nullptr, zp, bias, y.data() + i0, cols, a1, a2,
                  a3);
 #else
-      for (long long i = i0; i < i0 + rows; ++i) one_row(i, F, bias, a1, a2, a3);
+      for (long long i = i0; i < i0 + rows; ++i) one_row(i, bias, a1, a2, a3);
 #endif
     } else {
-      one_row(item, F, bias, a1, a2, a3);
+      one_row(item, bias, a1, a2, a3);
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void one_row(long long i, long long F, double bias, double* a1, double* a2,
-                                      double* a3) const {
+  KOKKOS_INLINE_FUNCTION void one_row(long long i, double bias, double* a1, double* a2, double* a3) const {
     double zi;
     if constexpr (std::is_same_v<Tag, ReproFused>) {
       double s1, s2, s3;
@@ -158,13 +160,13 @@ struct ReproGradientReduce {
     }
     const double r = (zi + bias) - static_cast<double>(y(i));
     if constexpr (std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight>) {
-      repro_axpy(g.gradient, r, X.data() + i * static_cast<long long>(X.stride(0)), F, a1, a2, a3);
+      repro_axpy(g.gradient, r, X.data() + i * static_cast<long long>(X.stride(0)) + j0, cols, a1, a2, a3);
     } else {
-      for (long long j = 0; j < F; ++j)
-        repro_add_product(g.gradient, r, static_cast<double>(X(i, j)), a1[j], a2[j], a3[j]);
+      for (long long j = 0; j < cols; ++j)
+        repro_add_product(g.gradient, r, static_cast<double>(X(i, j0 + j)), a1[j], a2[j], a3[j]);
     }
-    repro_add(g.residual, r, a1[F], a2[F], a3[F]);
-    repro_add_product(g.loss, r, r, a1[F + 1], a2[F + 1], a3[F + 1]);
+    repro_add(g.residual, r, a1[cols], a2[cols], a3[cols]);
+    repro_add_product(g.loss, r, r, a1[cols + 1], a2[cols + 1], a3[cols + 1]);
   }
 
   KOKKOS_INLINE_FUNCTION void init(value_type acc) const {
@@ -180,20 +182,29 @@ struct ReproGradientReduce {
 #endif
 };
 
-// acc += the reduction of f over its `items` work items (sums: its workspace, extent
-// f.value_count). A free function: CUDA's extended lambdas may not sit in private member
-// functions.
+// acc (3 (F + 2) slots) += the reduction of f over its `items` work items (sums: its workspace,
+// extent f.value_count): f's columns [j0, j0 + cols) into their slots, and its residual and loss
+// slots only from the pass that starts at column 0 (every pass sums them alike). A free
+// function: CUDA's extended lambdas may not sit in private member functions.
 template <class Functor>
 void repro_reduce(const execution_space& exec, const Functor& f, long long items, const View1<double>& sums,
                   const View1<double>& acc) {
   Kokkos::parallel_reduce("kpmap::model::repro_gradient",
                           Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, items),
                           f, sums);
+  const long long F = static_cast<long long>(f.X.extent(1)), j0 = f.j0, cols = f.cols;
   Kokkos::parallel_for(
       "kpmap::model::repro_accumulate",
       Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(
           exec, 0, static_cast<long long>(f.value_count)),
-      KOKKOS_LAMBDA(long long k) { acc(k) += sums(k); });
+      KOKKOS_LAMBDA(long long k) {
+        const long long level = k / (cols + 2), slot = k % (cols + 2);
+        if (slot < cols) {
+          acc(level * (F + 2) + j0 + slot) += sums(k);
+        } else if (j0 == 0) {
+          acc(level * (F + 2) + F + (slot - cols)) += sums(k);
+        }
+      });
   exec.fence();
 }
 
@@ -211,8 +222,7 @@ class ReproducibleModel {
              const ReproGrids& grids, const View1<double>& acc) {
     check(X, y.extent(0) == X.extent(0) && w.extent(0) == X.extent(1), acc);
     using F = model_detail::ReproGradientReduce<model_detail::ReproFused, XView, YView, WView, BView, YView>;
-    const F f{value_count(X), X, y, w, b, y, grids};
-    reduce(exec, f, f.items(), acc);
+    reduce(exec, F{value_count(X), X, y, w, b, y, grids}, acc);
   }
 
   // Model-parallel, step 1: zacc (extent 3 rows, level-major) <- each row's forward
@@ -252,9 +262,18 @@ class ReproducibleModel {
                 const ReproGrids& grids, const View1<double>& acc) {
     check(X, y.extent(0) == X.extent(0) && z.extent(0) == X.extent(0), acc);
     using F = model_detail::ReproGradientReduce<model_detail::ReproFromZ, XView, YView, YView, BView, ZView>;
-    const F f{value_count(X), X, y, y, b, z, grids};
-    reduce(exec, f, f.items(), acc);
+    reduce(exec, F{value_count(X), X, y, y, b, z, grids}, acc);
   }
+
+  // Gradient columns per pass over X of the one-row kernel (device backends, and X that is not
+  // LayoutRight on the host); 0: every column in one pass. Kokkos keeps a parallel_reduce's
+  // 3 (columns + 2) doubles per thread in shared memory on a GPU, and its CUDA backend refuses more
+  // than 48 KiB for a block of 34 slots: device_columns = 56 needs 3 * 58 * 8 * 34 = 47 328 bytes.
+  // Wider X is summed in passes of that many columns, each reading X (and forming each row's
+  // residual) again; every slot gets the same exact terms, so the bits do not change.
+  static constexpr long long device_columns = 56;
+  long long columns_per_pass() const { return columns_per_pass_; }
+  void set_columns_per_pass(long long columns) { columns_per_pass_ = columns > 0 ? columns : 0; }
 
   std::size_t workspace_bytes() const { return sums_.span() * sizeof(double); }
 
@@ -274,15 +293,26 @@ class ReproducibleModel {
   }
 
   template <class Functor>
-  void reduce(const execution_space& exec, const Functor& f, long long items, const View1<double>& acc) {
-    if (sums_.extent(0) < f.value_count) {
-      sums_ = View1<double>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::repro_sums"),
-                            f.value_count);
+  void reduce(const execution_space& exec, Functor f, const View1<double>& acc) {
+    const long long F = static_cast<long long>(f.X.extent(1));
+    const long long width =
+        std::max(1LL, Functor::host_rows || columns_per_pass_ == 0 ? F : std::min(F, columns_per_pass_));
+    for (long long j0 = 0;; j0 += width) {  // at least one pass: it also sums the residual and loss
+      f.j0 = j0;
+      f.cols = std::min(width, F - j0);
+      f.value_count = static_cast<std::size_t>(3 * (f.cols + 2));
+      if (sums_.extent(0) < f.value_count) {
+        sums_ = View1<double>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::repro_sums"),
+                              f.value_count);
+      }
+      model_detail::repro_reduce(exec, f, f.items(),
+                                 Kokkos::subview(sums_, Kokkos::make_pair(std::size_t(0), f.value_count)), acc);
+      if (j0 + width >= F) break;
     }
-    model_detail::repro_reduce(exec, f, items,
-                               Kokkos::subview(sums_, Kokkos::make_pair(std::size_t(0), f.value_count)), acc);
   }
 
+  long long columns_per_pass_ =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, execution_space::memory_space>::accessible ? 0 : device_columns;
   View1<double> sums_;
 };
 
