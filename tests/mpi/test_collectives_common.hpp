@@ -18,6 +18,7 @@
 #include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
 #include "kpmap/mesh/mesh.hpp"
+#include "support/host_copy.hpp"
 #include "support/world.hpp"
 
 namespace kct {
@@ -140,16 +141,16 @@ typename V::reference_type at(const V& v, const Index& i) {
   else return v(i[0], i[1], i[2], i[3]);
 }
 
-// Writes f(row-major index) into every element (through a host mirror).
+// Writes f(row-major index) into every element (through host memory: support/host_copy.hpp).
 template <class V>
 void fill(const V& v, const std::function<double(const Index&)>& f) {
-  auto h = Kokkos::create_mirror_view(v);
   const Shape s = shape_of(v);
-  for (std::int64_t l = 0; l < count(s); ++l) {
-    const Index idx = unflatten(s, l);
-    at(h, idx) = as<typename V::non_const_value_type>(f(idx));
-  }
-  Kokkos::deep_copy(v, h);
+  kpmap::test::write_through_host(v, [&](const auto& h) {
+    for (std::int64_t l = 0; l < count(s); ++l) {
+      const Index idx = unflatten(s, l);
+      at(h, idx) = as<typename V::non_const_value_type>(f(idx));
+    }
+  });
 }
 
 // The rank's own data: value(rank, row-major index).
@@ -162,8 +163,7 @@ void fill_rank(const V& v, int rank) {
 // Compares every element with expected(row-major index); reports the first few mismatches.
 template <class V>
 void expect_all(const V& v, const std::function<double(const Index&)>& expected, const std::string& what) {
-  auto h = Kokkos::create_mirror_view(v);
-  Kokkos::deep_copy(h, v);
+  const auto h = kpmap::test::host_copy(v);
   const Shape s = shape_of(v);
   int wrong = 0;
   for (std::int64_t l = 0; l < count(s); ++l) {

@@ -11,12 +11,13 @@
 
 #include "kpmap/core/types.hpp"
 #include "kpmap/data/synthetic.hpp"
+#include "support/host_copy.hpp"
 
 namespace kpmap::test {
 
 template <class V>
 auto to_host(const V& v) {
-  return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return host_copy(v);
 }
 
 // A View1<T> filled from host doubles.

@@ -275,7 +275,8 @@ void finish(const RunState<S, M, Layout>& s, const Mesh& mesh, Comm& comm, const
     mine = View1<M>("kpmap::train::all_master", comm.gathered_size());
     comm.gather_params(execution_space(), s.master, mine);
   }
-  auto local = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), mine);
+  // On a device backend a host copy, labelled as the gathered result (not the master weights).
+  auto local = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), mine, "kpmap::train::weights");
   HostVector full("kpmap::train::weights", problem.features + 1);  // zero outside my columns
   const Range cols = s.shard.columns;
   for (long long j = 0; j < s.features_local; ++j) full(cols.begin + j) = static_cast<double>(local(j));
