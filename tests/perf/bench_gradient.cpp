@@ -172,7 +172,7 @@ class StreamRead {
   double bytes() const { return static_cast<double>(f_.words) * sizeof(Word); }
   void operator()() {
     using Range = Kokkos::RangePolicy<kpmap::execution_space, Kokkos::IndexType<long long>>;
-    if constexpr (!std::is_same_v<kpmap::execution_space::memory_space, Kokkos::HostSpace>) {
+    if constexpr (!kpmap::host_execution_v) {
       Word sum{};
       Kokkos::parallel_reduce("kpmap::bench::stream_read", Range(0, f_.words), StreamSumFlat<T>{f_.x}, sum);
       benchmark::DoNotOptimize(sum);

@@ -44,8 +44,8 @@ auto host_copy(const V& v) {
   }
 }
 
-// Calls write(h) on host memory with v's extents, then puts h into v: v's own memory where the
-// host can write it.
+// Calls write(h) on host memory that holds v's elements, then puts h into v: v's own memory
+// where the host can write it.
 template <class V, class Write>
 void write_through_host(const V& v, const Write& write) {
   if constexpr (host_readable_v<V>) {
@@ -54,7 +54,8 @@ void write_through_host(const V& v, const Write& write) {
     Kokkos::deep_copy(v, h);
   } else {
     const auto c = contiguous_like(v);
-    auto h = Kokkos::create_mirror_view(c);
+    Kokkos::deep_copy(c, v);
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), c);
     write(h);
     Kokkos::deep_copy(c, h);
     Kokkos::deep_copy(v, c);

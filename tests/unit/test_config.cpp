@@ -563,6 +563,9 @@ TEST(ResolvedDeck, FusedKernelWiderThanAGpuBlockIsRefused) {
   EXPECT_NO_THROW(kpmap::check_fused_width(load(deck("data: 2, model: 2", 2 * most, "fused")), most));
   EXPECT_NO_THROW(kpmap::check_fused_width(load(deck("data: -1", 100000, "team")), most));
   EXPECT_NO_THROW(kpmap::check_fused_width(load(deck("data: -1", 100000, "fused")), -1));
+  std::string reproducible = deck("data: -1", most + 1, "fused");  // its own kernels
+  reproducible.replace(reproducible.find("compute: fp64"), 13, "compute: fp64, reproducible: true");
+  EXPECT_NO_THROW(kpmap::check_fused_width(load(reproducible), most));
   for (const auto& [axes, features] :
        std::vector<std::pair<std::string, long long>>{{"data: -1", most + 1}, {"data: 2, model: 2", 2 * most + 1}}) {
     try {

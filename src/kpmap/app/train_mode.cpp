@@ -250,7 +250,11 @@ void resolve_gradient_kernel(Config& config) {
 }
 
 void check_fused_width(const Config& config, long long max_features) {
-  if (config.mode != Mode::train || config.train.kernel != "fused" || max_features < 0) return;
+  // precision.reproducible runs its own kernels whatever train.kernel says (docs/train.md)
+  if (config.mode != Mode::train || config.train.kernel != "fused" || config.precision.reproducible ||
+      max_features < 0) {
+    return;
+  }
   long long model = 1;
   for (const auto& axis : config.mesh.axes) {
     if (axis.name == "model") model = axis.size;

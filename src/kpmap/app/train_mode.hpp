@@ -18,6 +18,7 @@ void resolve_gradient_kernel(Config& config);
 
 // train.kernel fused on a backend that keeps its sums in GPU shared memory: InputError naming
 // train.kernel, the features per model rank and max_features (< 0: no limit, host backends).
+// Not with precision.reproducible, whose kernels are its own.
 void check_fused_width(const Config& config, long long max_features);
 
 // The trainer's view of the deck.

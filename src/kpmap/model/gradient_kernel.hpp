@@ -31,7 +31,8 @@ constexpr GradientKernel default_gradient_kernel() {
 // gradient sums of `sum_bytes` each: its parallel_reduce keeps F + 2 sums per thread, which a GPU
 // holds in shared memory, and Kokkos' CUDA backend refuses a reduction whose smallest block (32
 // threads and 2 more slots) needs more than the 48 KiB a block may use: 34 (F + 2) sum_bytes <=
-// 49152, so 178 features with fp64 sums and 359 with fp32 ones.
+// 49152, so 178 features with fp64 sums and 359 with fp32 ones. CUDA's rule, applied to every
+// GPU backend (HIP's blocks have 64 KiB: the limit is conservative there).
 constexpr long long fused_device_max_features(std::size_t sum_bytes) {
   return static_cast<long long>(49152 / (34 * sum_bytes)) - 2;
 }

@@ -33,6 +33,7 @@
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/repro_sum.hpp"
 #include "kpmap/core/types.hpp"
+#include "kpmap/model/gradient_kernel.hpp"
 #include "kpmap/model/repro_rows.hpp"
 
 // Whether this compilation pass may call the host row loops (not in a device pass).
@@ -311,8 +312,7 @@ class ReproducibleModel {
     }
   }
 
-  long long columns_per_pass_ =
-      Kokkos::SpaceAccessibility<Kokkos::HostSpace, execution_space::memory_space>::accessible ? 0 : device_columns;
+  long long columns_per_pass_ = host_execution_v ? 0 : device_columns;
   View1<double> sums_;
 };
 
