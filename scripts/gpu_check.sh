@@ -8,16 +8,18 @@
 #       on the build machine: DEST/payload.tar.xz holds the build folder without objects (its
 #       programs stripped), every shared library they and MPICH's launcher load except the C and
 #       C++ runtimes, glibc's own libraries and the CUDA driver (libcudart from CUDA_LIB_DIR, e.g.
-#       kokkos4_check.sh's $P/cuda12/lib; a library ldd cannot find stops the pack), the launcher
-#       and UCX's shared-memory module; DEST/build_dir and DEST/source_dir the original paths
-#   scripts/gpu_check.sh run DEST OUT [ctest args]
+#       kokkos4_check.sh's $P/cuda12/lib; a library ldd cannot find stops the pack), the launcher,
+#       h5dump (the checkpoint tests read files with it) and UCX's shared-memory module;
+#       DEST/build_dir and DEST/source_dir the original paths
+#   [BENCH=0] scripts/gpu_check.sh run DEST OUT [ctest args]
 #       on the GPU machine, from the repository root: links the source folder's original path to
 #       this checkout, unpacks the build at its original path (never over a real build), makes the
-#       build machine's python3, cmake and mpiexec paths that the CTest files name lead to this
-#       machine's and to the carried launcher, runs ctest -LE 'perf|install' but
-#       collectives_unsupported_element_type (those compile code, which needs the build machine's
-#       compilers and build files), measures the device's copy bandwidth (PyTorch, when the
-#       machine has it) and runs bench_gradient on the device; logs into OUT
+#       build machine's python3, cmake, mpiexec and h5dump paths that the CTest files name lead to
+#       this machine's and to the carried ones, runs ctest -LE 'perf|install' but
+#       collectives_unsupported_element_type and fuzz.* (those compile code, which needs the build
+#       machine's compilers and build files), then, unless BENCH=0, measures the device's copy
+#       bandwidth (PyTorch, when the machine has it) and runs bench_gradient on the device; logs
+#       into OUT
 set -euo pipefail
 cmd=${1:?pack or run}
 shift
@@ -43,7 +45,7 @@ if [ "$cmd" = pack ]; then
   tar -C "$build" -cf - --exclude='*.o' --exclude='*.a' --exclude='CMakeFiles' --exclude='.ninja_*' \
     --exclude='build.ninja' --exclude='compile_commands.json' . | tar -C "$stage/root$build" -xf -
   programs=$(find "$stage/root$build" -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q ELF' _ {} \; -print)
-  launcher="/usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy"
+  launcher="/usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy /usr/bin/h5dump"
   # Every shared library the programs and MPICH's launcher load, but the C/C++ runtimes, glibc's
   # own libraries and the CUDA driver; a library ldd cannot find stops the pack.
   libs=$(printf '%s\n' $programs $launcher |
@@ -98,8 +100,9 @@ export UCX_MODULE_DIR="$carry/ucx" OMP_NUM_THREADS=1 HYDRA_LAUNCHER=fork
 python=$(sed -n 's/^_\?Python3_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" | head -n 1)
 mpiexec=$(sed -n 's/^MPIEXEC_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt")
 cmake=$(sed -n 's/^CMAKE_COMMAND:[A-Z]*=//p' "$build/CMakeCache.txt")
+h5dump=$(sed -n 's/^KPMAP_H5DUMP:[A-Z]*=//p' "$build/CMakeCache.txt")
 for pair in "$python=$(command -v python3)" "/usr/bin/python3=$(command -v python3)" \
-            "$cmake=$(command -v cmake)" "$mpiexec=$carry/bin/mpiexec.hydra"; do
+            "$cmake=$(command -v cmake)" "$mpiexec=$carry/bin/mpiexec.hydra" "$h5dump=$carry/bin/h5dump"; do
   from=${pair%%=*} to=${pair#*=}
   [ -n "$from" ] && [ -n "$to" ] && [ "$from" != "$to" ] || continue
   if [ ! -e "$from" ]; then
@@ -113,9 +116,10 @@ done
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv || true
   nproc
 } > "$out/machine.txt" 2>&1
-(cd "$build" && timeout 300 ctest -LE 'perf|install' -E '^collectives_unsupported_element_type$' -j 12 \
+(cd "$build" && timeout 300 ctest -LE 'perf|install' -E '^(collectives_unsupported_element_type|fuzz\..*)$' -j 12 \
   --timeout 120 --output-on-failure "$@") > "$out/ctest.log" 2>&1 || echo "ctest: exit $? (124: cut at 300 s)" >> "$out/ctest.log"
 tail -n 40 "$out/ctest.log"
+if [ "${BENCH:-1}" = 0 ]; then exit 0; fi
 # The device's copy bandwidth (bytes read + written per second, device to device), for reference.
 LD_LIBRARY_PATH=$system_ld_path python3 - > "$out/copy_bandwidth.txt" 2>&1 <<'EOF' || true
 import torch

@@ -2,7 +2,8 @@
 // equal to closed forms over the ranks, on LayoutLeft Views that need packing and unpacking, for
 // the 16-bit types too (their user-defined MPI ops inside MPI_Iallreduce and
 // MPI_Ireduce_scatter_block); two requests in flight on one axis completed in either order
-// (also a different order on different ranks); a test() loop with kernels running meanwhile;
+// (also a different order on different ranks); a test() loop with kernels running meanwhile; a
+// progress() loop, which leaves the completion to wait();
 // completion by the destructor and by move assignment; wait_all; Requests holding the caller's
 // Views; and the argument errors, which are the blocking forms' and leave nothing started. About
 // 35 collective calls per rank.
@@ -200,6 +201,28 @@ TEST_F(OneAxis, TestLoopCompletesWhileKernelsRun) {
   EXPECT_EQ(host_value(counter), polls);
   expect_all(y, [&](const Index& i) { return sum_over_ranks<double>(n, i[0] * 3 + i[1]); },
              "ipsum completed by test()");
+}
+
+// progress() only calls MPI: once it returns true MPI has finished, but the completion work (the
+// unpack into the LayoutLeft output) waits for wait(), so the output still holds what it held and
+// the request is not done. 1 call.
+TEST_F(OneAxis, ProgressLeavesTheCompletionToWait) {
+  auto x = make<LView<double, 2>>({2, 3});
+  auto y = make<LView<double, 2>>({2, 3});
+  fill_rank(x, rank);
+  fill(y, [](const Index&) { return -1.0; });
+  kpmap::Request r = kpmap::ipsum(mesh, "i", x, y);
+  const double start = MPI_Wtime();
+  bool finished = false;
+  while (!(finished = r.progress()) && MPI_Wtime() - start < 60.0) {
+  }
+  ASSERT_TRUE(finished) << "progress() did not see MPI finish in 60 s";
+  EXPECT_FALSE(r.done()) << "progress() ran the completion work";
+  expect_all(y, [](const Index&) { return -1.0; }, "the output before wait()");
+  r.wait();
+  EXPECT_TRUE(r.done());
+  expect_all(y, [&](const Index& i) { return sum_over_ranks<double>(n, i[0] * 3 + i[1]); },
+             "ipsum completed by wait() after progress()");
 }
 
 // A request nobody waits on is completed by its destructor (LayoutLeft output: the unpack runs

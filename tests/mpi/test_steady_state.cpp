@@ -103,7 +103,8 @@ TEST(SteadyState, RepeatedCollectivesAllocateNothing) {
     r.blocking();
     r.nonblocking();
   }
-  EXPECT_EQ(kokkos_allocations, 0) << "Kokkos allocations in 3 rounds of collectives";
+  EXPECT_EQ(kokkos_allocations, 0) << "Kokkos allocations in 3 rounds of collectives: "
+                                   << kpmap::test::allocation_labels(0, kokkos_allocations);
 }
 
 // The same results as the first round's: reusing pooled buffers leaves no stale data behind.

@@ -1,8 +1,8 @@
 // The two-pass gradient (LinearModel::residual / residual_from_z + gradient_columns per column
 // window) against the one-pass fused() / backward(): with the fused and team kernels bitwise, for every
 // partition of the columns into windows, with and without bias, onto non-zero gradients and over
-// two micro-batches; with kokkos_kernels, loss and grad_b bitwise and grad_w to rounding (see
-// KokkosKernelsWindowsMatch). Run at one thread by ctest (test_model_split) and at two
+// two micro-batches; with kokkos_kernels, loss and grad_b bitwise on host backends and grad_w to
+// rounding (see KokkosKernelsWindowsMatch). Run at one thread by ctest (test_model_split) and at two
 // (test_model_split.threads2, OpenMP builds): the contract holds for any fixed thread count.
 #include <gtest/gtest.h>
 
@@ -265,15 +265,21 @@ void check_kokkos_kernels(long long n, long long F, bool bias, Tally& tally) {
       const auto res = run_both(c, GradientKernel::kokkos_kernels, from_z, windows);
       const std::string name =
           c.name(GradientKernel::kokkos_kernels) + (from_z ? " backward vs residual_from_z, " : " fused vs residual, ") + what;
-      EXPECT_TRUE(same_bits(res.loss_one, res.loss_two)) << name << " (loss)";
-      if (bias) {
+      // Bitwise on host backends, where Kokkos Kernels' gemv, sum and dot add in a fixed order. On
+      // a GPU its gemv "N" adds each row's partial sums with atomics (TwoLevelGEMV), in an order
+      // that changes from call to call: there the tolerances below are what holds.
+      const bool fixed_order = kpmap::host_execution_v;
+      if (fixed_order) {
+        EXPECT_TRUE(same_bits(res.loss_one, res.loss_two)) << name << " (loss)";
+      }
+      if (bias && fixed_order) {
         EXPECT_TRUE(same_bits(Kokkos::subview(res.one_pass, Kokkos::make_pair(F, F + 1)),
                               Kokkos::subview(res.two_pass, Kokkos::make_pair(F, F + 1))))
             << name << " (grad_b)";
       }
       // One window is the one-pass call's gemv on the same matrix.
       const bool bitwise = same_bits(res.one_pass, res.two_pass);
-      if (windows.size() == 1) {
+      if (windows.size() == 1 && fixed_order) {
         EXPECT_TRUE(bitwise) << name << " (grad_w, one window)";
       }
       tally.bitwise += bitwise, ++tally.cases;

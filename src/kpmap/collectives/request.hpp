@@ -12,14 +12,14 @@
 // reading and writing them. An unmanaged View's memory, and the Mesh, must outlive the Request.
 //
 // Progress: MPICH advances a non-blocking collective only inside MPI calls made by this process
-// (no background thread by default). test() is such a call: call it now and then during long
-// computations, or the whole collective may run inside wait(). With MPICH_ASYNC_PROGRESS=1 in the
+// (no background thread by default). test() and progress() are such calls: call one now and then
+// during long computations, or the whole collective may run inside wait(). With MPICH_ASYNC_PROGRESS=1 in the
 // environment MPICH starts a progress thread (and raises the thread level to
 // MPI_THREAD_MULTIPLE), which progresses requests without test(), at the cost of a core.
 //
 // Completion work (copy out of a host mirror, unpack into a LayoutLeft or strided View, the block
 // swap of iall_gather) runs inside wait(), or inside the test() that sees the request complete,
-// and ends with a fence, so the output is ready when either returns.
+// and ends with a fence, so the output is ready when either returns; progress() never runs it.
 #pragma once
 
 #include <mpi.h>
@@ -154,6 +154,16 @@ class Request {
   // are in the output View, as after wait().
   bool test() {
     if (done()) return true;
+    if (!progress()) return false;
+    complete();
+    return true;
+  }
+
+  // One MPI_Test (a progress call) that leaves the completion work to wait() (or test()): true
+  // once MPI has finished the collective. The Request keeps its staging buffers until then, so a
+  // loop of progress() calls holds the same buffers whatever MPI's timing (the trainer's overlap
+  // allocates nothing after its first step).
+  bool progress() {
     if (request_ != MPI_REQUEST_NULL) {
       int flag = 0;
       check_mpi(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), "MPI_Test");
@@ -167,7 +177,6 @@ class Request {
       if (!flag) return false;
       more_.clear();
     }
-    complete();
     return true;
   }
 

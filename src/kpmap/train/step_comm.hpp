@@ -313,9 +313,10 @@ class StepComm {
     with_wire([&](auto& w) { start_bucket(exec, stats, k, rows, scale, w); });
   }
 
-  // Between buckets (overlap): one MPI_Test per bucket in flight, so that MPI moves them.
+  // Between buckets (overlap): one MPI_Test per bucket in flight, so that MPI moves them. The
+  // buckets keep their staging buffers until finish(), however early MPI completes them.
   void progress() {
-    for (Request& request : requests_) request.test();
+    for (Request& request : requests_) request.progress();
   }
 
   // After start() of every bucket: the mean gradient (grad, M, extent shard_size()), unscaled,
