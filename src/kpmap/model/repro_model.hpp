@@ -223,6 +223,21 @@ class ReproducibleModel {
              const ReproGrids& grids, const View1<double>& acc) {
     check(X, y.extent(0) == X.extent(0) && w.extent(0) == X.extent(1), acc);
     using F = model_detail::ReproGradientReduce<model_detail::ReproFused, XView, YView, WView, BView, YView>;
+    if (pass_width<F>(X) < static_cast<long long>(X.extent(1))) {
+      // Each row's z once, then the passes from z: X is read twice, not once per pass. The same
+      // bits: z is the value of the same accumulator, and r is formed from it the same way.
+      const long long n = static_cast<long long>(X.extent(0));
+      if (static_cast<long long>(z_.extent(0)) < n) {
+        zacc_ = View1<double>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::repro_zacc"), 3 * n);
+        z_ = View1<double>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::repro_z"), n);
+      }
+      const auto z = Kokkos::subview(z_, Kokkos::make_pair(0LL, n));
+      const auto zacc = Kokkos::subview(zacc_, Kokkos::make_pair(0LL, 3 * n));
+      forward_partial(exec, X, w, grids.forward, zacc);
+      z_from_partials(exec, zacc, z);
+      backward(exec, X, z, y, b, grids, acc);
+      return;
+    }
     reduce(exec, F{value_count(X), X, y, w, b, y, grids}, acc);
   }
 
@@ -270,13 +285,14 @@ class ReproducibleModel {
   // LayoutRight on the host); 0: every column in one pass. Kokkos keeps a parallel_reduce's
   // 3 (columns + 2) doubles per thread in shared memory on a GPU, and its CUDA backend refuses more
   // than 48 KiB for a block of 34 slots: device_columns = 56 needs 3 * 58 * 8 * 34 = 47 328 bytes.
-  // Wider X is summed in passes of that many columns, each reading X (and forming each row's
-  // residual) again; every slot gets the same exact terms, so the bits do not change.
+  // Wider X is summed in passes of that many columns, each reading its columns of X (fused() first
+  // forms every row's z, reading X once more); every slot gets the same exact terms, so the bits
+  // do not change.
   static constexpr long long device_columns = 56;
   long long columns_per_pass() const { return columns_per_pass_; }
   void set_columns_per_pass(long long columns) { columns_per_pass_ = columns > 0 ? columns : 0; }
 
-  std::size_t workspace_bytes() const { return sums_.span() * sizeof(double); }
+  std::size_t workspace_bytes() const { return (sums_.span() + zacc_.span() + z_.span()) * sizeof(double); }
 
  private:
   template <class XView>
@@ -293,11 +309,17 @@ class ReproducibleModel {
     }
   }
 
+  // The gradient columns per pass of Functor over X.
+  template <class Functor, class XView>
+  long long pass_width(const XView& X) const {
+    const long long F = static_cast<long long>(X.extent(1));
+    return std::max(1LL, Functor::host_rows || columns_per_pass_ == 0 ? F : std::min(F, columns_per_pass_));
+  }
+
   template <class Functor>
   void reduce(const execution_space& exec, Functor f, const View1<double>& acc) {
     const long long F = static_cast<long long>(f.X.extent(1));
-    const long long width =
-        std::max(1LL, Functor::host_rows || columns_per_pass_ == 0 ? F : std::min(F, columns_per_pass_));
+    const long long width = pass_width<Functor>(f.X);
     for (long long j0 = 0;; j0 += width) {  // at least one pass: it also sums the residual and loss
       f.j0 = j0;
       f.cols = std::min(width, F - j0);
@@ -314,6 +336,7 @@ class ReproducibleModel {
 
   long long columns_per_pass_ = host_execution_v ? 0 : device_columns;
   View1<double> sums_;
+  View1<double> zacc_, z_;  // fused() in more than one pass: each row's forward accumulator and z
 };
 
 }  // namespace kpmap

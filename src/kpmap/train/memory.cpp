@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "kpmap/core/half.hpp"
+#include "kpmap/model/gradient_kernel.hpp"
+#include "kpmap/model/repro_model.hpp"
 #include "kpmap/train/step_comm.hpp"
 
 namespace kpmap {
@@ -43,31 +45,38 @@ MemoryEstimate estimate(const TrainSpec& spec, const Mesh& mesh) {
   if (comm.sharded() && !same_type) e.parameters += static_cast<std::size_t>(shard) * s;
 
   // stats (n + 2 slots); the mean gradient in M unless it is the head of stats; the partial
-  // products of a micro-batch (model axis); the residuals of a step (overlap); the wire; the
-  // model's workspace: the fused and team kernels' features + 2 sums, or the BLAS path's residual
-  // of a micro-batch and gradient of its columns (in Acc).
+  // products of a micro-batch (model axis); the residuals of a step (overlap); the wire.
   e.gradients = static_cast<std::size_t>(n + 2) * acc;
   if (comm.sharded() || m != acc) e.gradients += static_cast<std::size_t>(shard) * m;
   if (model_size > 1) e.gradients += static_cast<std::size_t>(micro_rows) * acc;
   if (spec.comm_spec.overlap) e.gradients += static_cast<std::size_t>(rows) * acc;
   e.gradients += comm.wire_bytes();
-  const bool blas = spec.kernel == GradientKernel::kokkos_kernels;
-  e.gradients += static_cast<std::size_t>(blas ? micro_rows + F : F + 2) * acc;
-  // team: a row of F + 2 partial sums per team of a micro-batch (model/team_kernels.hpp; the
-  // micro-batches have micro_rows or one row fewer); with comm.bucket_bytes the windows are
-  // narrower and this is an upper bound.
-  if (spec.kernel == GradientKernel::team) {
-    const long long teams =
-        std::max(model_detail::team_count(micro_rows), model_detail::team_count(rows / spec.accumulation));
-    e.gradients += static_cast<std::size_t>(teams * (F + 2)) * acc;
-  }
-  // kokkos_kernels with 16-bit storage reads float copies of a micro-batch's X and of w.
-  if (blas && spec.compute != Dtype::fp32 && spec.compute != Dtype::fp64) {
-    e.gradients += static_cast<std::size_t>(micro_rows * F + F) * sizeof(float);
-  }
-  if (spec.reproducible) {  // the exact sums' accumulators (train/trainer.cpp, ReproState)
-    e.gradients += static_cast<std::size_t>(3 * (F + 2) + 1) * sizeof(double);
-    if (model_size > 1) e.gradients += static_cast<std::size_t>(4 * micro_rows) * sizeof(double);
+  if (!spec.reproducible) {
+    // The gradient kernel's workspace: the fused and team kernels' features + 2 sums, or the BLAS
+    // path's residual of a micro-batch and gradient of its columns (in Acc).
+    const bool blas = spec.kernel == GradientKernel::kokkos_kernels;
+    e.gradients += static_cast<std::size_t>(blas ? micro_rows + F : F + 2) * acc;
+    // team: a row of F + 2 partial sums per team of a micro-batch (model/team_kernels.hpp; the
+    // micro-batches have micro_rows or one row fewer); with comm.bucket_bytes the windows are
+    // narrower and this is an upper bound.
+    if (spec.kernel == GradientKernel::team) {
+      const long long teams =
+          std::max(model_detail::team_count(micro_rows), model_detail::team_count(rows / spec.accumulation));
+      e.gradients += static_cast<std::size_t>(teams * (F + 2)) * acc;
+    }
+    // kokkos_kernels with 16-bit storage reads float copies of a micro-batch's X and of w.
+    if (blas && spec.compute != Dtype::fp32 && spec.compute != Dtype::fp64) {
+      e.gradients += static_cast<std::size_t>(micro_rows * F + F) * sizeof(float);
+    }
+  } else {
+    // precision.reproducible runs its own kernels: the exact sums' accumulators and z of a
+    // micro-batch with a model axis (train/trainer.cpp, ReproState); the model's workspace
+    // (model/repro_model.hpp): the sums of a pass over the columns (all of them on host
+    // backends), and with one model rank, where the columns take more than one pass (GPU
+    // backends), each row's z.
+    const long long pass = host_execution_v ? F : std::min(F, ReproducibleModel<double>::device_columns);
+    e.gradients += static_cast<std::size_t>(3 * (F + 2) + 1 + 3 * (pass + 2)) * sizeof(double);
+    if (model_size > 1 || pass < F) e.gradients += static_cast<std::size_t>(4 * micro_rows) * sizeof(double);
   }
 
   const std::size_t vectors = spec.optimizer.name == "adam" ? 2 : spec.optimizer.name == "momentum" ? 1 : 0;
