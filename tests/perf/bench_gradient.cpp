@@ -122,13 +122,15 @@ struct StreamSum {
 };
 
 // On a device: one word per work item, so that neighbouring threads read neighbouring words
-// (coalesced loads); StreamSum's chunk per work item suits a CPU thread and not a warp.
-template <class T>
+// (coalesced loads); StreamSum's chunk per work item suits a CPU thread and not a warp. X is read
+// through a pointer to its words (for 16-bit storage, 32-bit integers over the same bytes, which
+// start at X's aligned allocation), so a GPU loads each word with one 4-byte load (StreamWord's
+// memcpy from a 2-byte-aligned pointer compiles to narrower loads there).
+template <class Word>
 struct StreamSumFlat {
-  using Word = typename StreamWord<T>::type;
   using value_type = Word;
-  const T* x = nullptr;
-  KOKKOS_INLINE_FUNCTION void operator()(long long i, Word& sum) const { sum += StreamWord<T>::load(x, i); }
+  const Word* x = nullptr;
+  KOKKOS_INLINE_FUNCTION void operator()(long long i, Word& sum) const { sum += x[i]; }
 };
 
 template <class T>
@@ -174,7 +176,8 @@ class StreamRead {
     using Range = Kokkos::RangePolicy<kpmap::execution_space, Kokkos::IndexType<long long>>;
     if constexpr (!kpmap::host_execution_v) {
       Word sum{};
-      Kokkos::parallel_reduce("kpmap::bench::stream_read", Range(0, f_.words), StreamSumFlat<T>{f_.x}, sum);
+      const StreamSumFlat<Word> words{reinterpret_cast<const Word*>(f_.x)};
+      Kokkos::parallel_reduce("kpmap::bench::stream_read", Range(0, f_.words), words, sum);
       benchmark::DoNotOptimize(sum);
     } else {
       const long long chunks = (f_.words + StreamSum<T>::chunk - 1) / StreamSum<T>::chunk;
@@ -308,8 +311,7 @@ void register_layout(bool with_rows, bool with_blas) {
     add("stream_read", stream_read<T, Layout>);
     if (with_rows) {  // the kernels that read LayoutRight rows
       // the fused kernel where this backend takes that width (a GPU: kpmap::fused_max_features)
-      const long long most = kpmap::fused_max_features(sizeof(acc_t<T>));
-      if (most < 0 || features <= most) {
+      if (kpmap::fused_fits(features, sizeof(acc_t<T>))) {
         add("fused", gradient<T, Layout, GradientKernel::fused>);
         add("fused_paired", paired<T, Layout, GradientKernel::fused>);
         if (kpmap::model_detail::host_isa() == kpmap::model_detail::HostIsa::avx2) {

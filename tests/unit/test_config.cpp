@@ -548,6 +548,11 @@ TEST(ResolvedDeck, FusedDeviceLimitIsTheWidestThatFits) {
     EXPECT_GT(34 * (most + 3) * static_cast<long long>(bytes), 49152) << bytes;
   }
   EXPECT_EQ(kpmap::fused_max_features(8), kpmap::host_execution_v ? -1 : kpmap::fused_device_max_features(8));
+  // 178 features with fp64 sums, 359 with fp32, on a GPU; any width on a host backend
+  EXPECT_TRUE(kpmap::fused_fits(178, 8));
+  EXPECT_EQ(kpmap::fused_fits(179, 8), kpmap::host_execution_v);
+  EXPECT_TRUE(kpmap::fused_fits(359, 4));
+  EXPECT_EQ(kpmap::fused_fits(360, 4), kpmap::host_execution_v);
 }
 
 // train.kernel fused wider than a GPU backend's limit per model rank is refused, naming the key,

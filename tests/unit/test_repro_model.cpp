@@ -84,6 +84,15 @@ struct Problem {
   }
 };
 
+// A problem's inputs on the device: X in both layouts, y, w and b.
+template <class T>
+struct DeviceInputs {
+  Problem<T> p;
+  Kokkos::View<T**, Kokkos::LayoutRight, kpmap::device_type> X = p.template X<Kokkos::LayoutRight>();
+  Kokkos::View<T**, Kokkos::LayoutLeft, kpmap::device_type> XL = p.template X<Kokkos::LayoutLeft>();
+  View1<T> y = device_vector<T>(p.y), w = device_vector<T>(p.w), b = p.bias_view();
+};
+
 std::vector<double> host(const View1<double>& v) {
   auto h = to_host(v);
   return std::vector<double>(h.data(), h.data() + h.extent(0));
@@ -131,10 +140,8 @@ TYPED_TEST(ReproModel, ThreadedKernelEqualsTheSerialFold) {
 TYPED_TEST(ReproModel, MicroBatchesColumnWindowsAndLayoutsGiveTheSameBits) {
   using T = TypeParam;
   const kpmap::execution_space exec;
-  Problem<T> p(203, 13, true);
-  const auto X = p.template X<Kokkos::LayoutRight>();
-  const auto XL = p.template X<Kokkos::LayoutLeft>();
-  const auto y = device_vector<T>(p.y), w = device_vector<T>(p.w), b = p.bias_view();
+  const DeviceInputs<T> inputs{Problem<T>(203, 13, true)};
+  const auto& [p, X, XL, y, w, b] = inputs;
   ReproducibleModel<T> model;
   View1<double> one("one", p.slots());
   model.fused(exec, X, y, w, b, p.grids, one);
@@ -194,10 +201,8 @@ TYPED_TEST(ReproModel, MicroBatchesColumnWindowsAndLayoutsGiveTheSameBits) {
 TYPED_TEST(ReproModel, PassesOverColumnsGiveTheOnePassBits) {
   using T = TypeParam;
   const kpmap::execution_space exec;
-  Problem<T> p(203, 13, true);
-  const auto X = p.template X<Kokkos::LayoutRight>();
-  const auto XL = p.template X<Kokkos::LayoutLeft>();
-  const auto y = device_vector<T>(p.y), w = device_vector<T>(p.w), b = p.bias_view();
+  const DeviceInputs<T> inputs{Problem<T>(203, 13, true)};
+  const auto& [p, X, XL, y, w, b] = inputs;
   ReproducibleModel<T> one_pass;
   one_pass.set_columns_per_pass(0);
   View1<double> one("one", p.slots());

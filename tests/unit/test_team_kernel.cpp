@@ -201,14 +201,6 @@ struct Check {
   }
 };
 
-// Whether the fused kernel takes rows of F features with Acc sums on this backend (on a GPU its
-// sums live in shared memory: kpmap::fused_max_features).
-template <class Acc>
-bool fused_takes(long long F) {
-  const long long most = kpmap::fused_max_features(sizeof(Acc));
-  return most < 0 || F <= most;
-}
-
 template <class T, class Acc, class Layout = Kokkos::LayoutRight>
 void check(long long n, long long F, bool bias) {
   const Data d = make_data(n, F, bias);
@@ -229,7 +221,8 @@ void check(long long n, long long F, bool bias) {
   }
   const Check<T, Acc, Layout> c{d, ref, what};
   c.run(GradientKernel::team);
-  if (fused_takes<Acc>(F)) c.run(GradientKernel::fused);  // the same exact values from the other kernel
+  // the same exact values from the other kernel, where it takes that width (kpmap::fused_fits)
+  if (kpmap::fused_fits(F, sizeof(Acc))) c.run(GradientKernel::fused);
 }
 
 template <class T, class Acc>
@@ -259,7 +252,7 @@ template <class T>
 void check_fused_widths() {
   for (long long F :
        {7LL, 8LL, 9LL, 15LL, 16LL, 17LL, 31LL, 32LL, 33LL, 63LL, 64LL, 65LL, 128LL, 2048LL, 4096LL}) {
-    if (!fused_takes<T>(F)) continue;
+    if (!kpmap::fused_fits(F, sizeof(T))) continue;
     for (long long n : {1LL, 8LL, 13LL, 70LL}) {
       const Data d = make_data(n, F, n != 13);
       const Reference ref = reference(d);

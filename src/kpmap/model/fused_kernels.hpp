@@ -642,11 +642,11 @@ void reduce_part_as(const execution_space& exec, const XView& X, const YView& y,
                     const ZView& z, const RView& res, long long c0, long long width, const View1<Acc>& sums) {
   using functor = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f>;
   const long long W = part == Part::all ? static_cast<long long>(X.extent(1)) : part == Part::columns ? width : 0;
-  if (constexpr long long most = fused_max_features(sizeof(Acc)); most >= 0 && W > most) {
+  if (!fused_fits(W, sizeof(Acc))) {
     throw InputError("kpmap::LinearModel: the fused kernel keeps " + std::to_string(W + 2) +
                      " gradient sums per thread, which this GPU backend holds in shared memory: at most " +
-                     std::to_string(most) + " features with " + std::to_string(8 * sizeof(Acc)) +
-                     "-bit sums (GradientKernel::team takes any width)");
+                     std::to_string(fused_max_features(sizeof(Acc))) + " features with " +
+                     std::to_string(8 * sizeof(Acc)) + "-bit sums (GradientKernel::team takes any width)");
   }
   const functor f{static_cast<std::size_t>(W + 2), X, y, w, b, z, res, c0, width};
   const auto items = (static_cast<long long>(X.extent(0)) + functor::block - 1) / functor::block;

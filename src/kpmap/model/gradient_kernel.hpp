@@ -40,6 +40,11 @@ constexpr long long fused_device_max_features(std::size_t sum_bytes) {
 constexpr long long fused_max_features(std::size_t sum_bytes) {
   return host_execution_v ? -1 : fused_device_max_features(sum_bytes);
 }
+// Whether the fused kernel takes rows of `features` features with sums of `sum_bytes` each on
+// this build's execution space.
+constexpr bool fused_fits(long long features, std::size_t sum_bytes) {
+  return fused_max_features(sum_bytes) < 0 || features <= fused_max_features(sum_bytes);
+}
 
 std::string to_string(GradientKernel kernel);
 // A kernel's name, or "auto" for default_gradient_kernel(); throws InputError naming
