@@ -122,6 +122,25 @@ TEST(ReproducibleTrain, AccumulationAndKernelsGiveTheSameBytes) {
   }
 }
 
+// Rows wider than a GPU's pass over the columns (ReproducibleModel::device_columns): on a device
+// backend one model rank forms each row's z and then sums the columns in passes, over micro-
+// batches of different sizes; the bytes are the same on every mesh and accumulation.
+TEST(ReproducibleTrain, WideRowsGiveTheSameBytes) {
+  TrainSpec s = spec(Dtype::fp64);
+  s.problem.features = 70;
+  const std::vector<double> want = bytes_of(kpmap::test::reference(s));
+  for (const auto& [d, m] : std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {1, 2}}) {
+    if (d * m > world_size()) continue;
+    for (const long long accumulation : {1LL, 4LL}) {
+      TrainSpec t = s;
+      t.accumulation = accumulation;
+      const std::vector<double> got = run_on(t, d, m);
+      const std::string what = "70 features, " + name(Dtype::fp64, d, m, accumulation, t.kernel);
+      if (!got.empty()) expect_identical(got, want, what);
+    }
+  }
+}
+
 TEST(ReproducibleTrain, MatchesOrdinarySumsToRounding) {
   for (const Dtype dtype : {Dtype::fp64, Dtype::fp32}) {
     TrainSpec ordinary = spec(dtype);

@@ -36,8 +36,8 @@ TEST(SteadyState, TrainingStepsAllocateNothingAfterTheFirst) {
        K::kokkos_kernels, 0, false, 2, false},
       {"bf16/fp32/bf16 adam reduce_scatter", D::bf16, D::fp32, D::bf16, "adam", S::reduce_scatter, K::fused,
        0, false, 1, false},
-      {"fp32 adam allreduce buckets overlap team", D::fp32, D::fp32, D::fp32, "adam", S::allreduce, K::team,
-       24, true, 1, false},
+      {"fp32 adam allreduce buckets overlap, the backend's default kernel", D::fp32, D::fp32, D::fp32, "adam",
+       S::allreduce, kpmap::default_gradient_kernel(), 24, true, 1, false},
       {"fp16 dynamic scaling", D::fp16, D::fp32, D::fp16, "sgd", S::allreduce, K::fused, 0, false, 1, false},
       {"fp64 reproducible", D::fp64, D::fp64, D::fp64, "sgd", S::allreduce, K::fused, 0, false, 1, true},
   };

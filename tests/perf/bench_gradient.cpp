@@ -125,7 +125,8 @@ struct StreamSum {
 // (coalesced loads); StreamSum's chunk per work item suits a CPU thread and not a warp. X is read
 // through a pointer to its words (for 16-bit storage, 32-bit integers over the same bytes, which
 // start at X's aligned allocation), so a GPU loads each word with one 4-byte load (StreamWord's
-// memcpy from a 2-byte-aligned pointer compiles to narrower loads there).
+// memcpy from a 2-byte-aligned pointer compiles to narrower loads there). Reading 16-bit objects
+// as integers is outside the aliasing rules; it is deliberate: only the time counts, not the sum.
 template <class Word>
 struct StreamSumFlat {
   using value_type = Word;

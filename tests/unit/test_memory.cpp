@@ -190,13 +190,15 @@ TEST(MemoryEstimate, CoversTheTrainersAllocations) {
 }
 
 // precision.reproducible: its exact accumulators and the model's workspace (a pass of column
-// sums; on a GPU backend, with rows wider than a pass, each row's z), at 10 and 70 features.
+// sums; on a GPU backend, with rows wider than a pass, each row's z), at 10 and 70 features, in
+// micro-batches of 6, 7 and 7 rows (the smaller first).
 TEST(MemoryEstimate, CoversTheReproducibleTrainersAllocations) {
   for (const long long features : {10LL, 70LL}) {
     for (const Dtype t : {Dtype::fp64, Dtype::fp32}) {
       TrainSpec spec = small(t, t, t, "sgd", CommStrategy::allreduce);
       spec.problem.features = features;
       spec.reproducible = true;
+      spec.accumulation = 3;
       const std::string what = to_string(t) + " reproducible, " + std::to_string(features) + " features";
       const Mesh mesh = one_rank();
       const MemoryEstimate e = kpmap::estimate_memory(spec, mesh);

@@ -220,6 +220,16 @@ TYPED_TEST(ReproModel, PassesOverColumnsGiveTheOnePassBits) {
     model.fused(exec, XL, y, w, b, p.grids, acc);
     expect_bits(host(acc), want_twice, ("passes of " + std::to_string(columns) + " columns").c_str());
 
+    // Micro-batches of 50, 1 and 152 rows (the model's z grows from 50 rows to 152).
+    View1<double> parts("parts", p.slots());
+    for (const auto& [r0, r1] : std::vector<std::pair<long long, long long>>{{0, 50}, {50, 51}, {51, 203}}) {
+      const auto rows = Kokkos::make_pair(r0, r1);
+      const auto X_rows = Kokkos::subview(XL, rows, Kokkos::ALL);
+      model.fused(exec, X_rows, Kokkos::subview(y, rows), w, b, p.grids, parts);
+    }
+    const std::string batches = "micro-batches, passes of " + std::to_string(columns) + " columns";
+    expect_bits(host(parts), want, batches.c_str());
+
     // Model-parallel: backward from z over a window of columns, in passes.
     View1<double> z("z", p.n);
     {

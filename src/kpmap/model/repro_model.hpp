@@ -227,7 +227,9 @@ class ReproducibleModel {
       // Each row's z once, then the passes from z: X is read twice, not once per pass. The same
       // bits: z is the value of the same accumulator, and r is formed from it the same way.
       const long long n = static_cast<long long>(X.extent(0));
-      if (static_cast<long long>(z_.extent(0)) < n) {
+      if (static_cast<long long>(z_.extent(0)) < n) {  // the smaller ones freed first
+        zacc_ = {};
+        z_ = {};
         zacc_ = View1<double>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::repro_zacc"), 3 * n);
         z_ = View1<double>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::repro_z"), n);
       }
