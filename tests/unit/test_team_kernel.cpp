@@ -285,8 +285,8 @@ Kokkos::View<T**, Kokkos::LayoutRight, kpmap::device_type> hashed_matrix(long lo
 
 // Each compile-time row length gives bitwise the sums of the generic kernel (fixed_f = 0) on
 // real-valued data, for both residual forms (x.w + b - y and z - y): the specialisation only
-// unrolls, it does not reorder a sum.
-template <class T>
+// unrolls, it does not reorder a sum. T: the storage type, Acc: the sums' (bf16 rows: float).
+template <class T, class Acc = T>
 void check_fixed_width_is_generic() {
   namespace md = kpmap::model_detail;
   kpmap::execution_space exec;
@@ -297,21 +297,21 @@ void check_fixed_width_is_generic() {
       const View1<T> z = kpmap::test::device_vector<T>(kpmap::test::hashed(n, 5));
       const View1<T> params = kpmap::test::device_vector<T>(kpmap::test::hashed(F + 1, 6));
       const auto [w, b] = kpmap::split_params(params, F);
-      const View1<T> fixed("fixed", F + 2), generic("generic", F + 2);
-      const std::string what = std::string(std::is_same_v<T, double> ? "fp64" : "fp32") + " n " + std::to_string(n) +
-                               " F " + std::to_string(F);
+      const View1<Acc> fixed("fixed", F + 2), generic("generic", F + 2);
+      const char* type = std::is_same_v<T, double> ? "fp64" : std::is_same_v<T, float> ? "fp32" : "bf16";
+      const std::string what = std::string(type) + " n " + std::to_string(n) + " F " + std::to_string(F);
       const auto expect_same = [&](const char* form) {
         const auto a = to_host(fixed), g = to_host(generic);
         long long differ = 0;
-        for (long long k = 0; k < F + 2; ++k) differ += std::memcmp(&a(k), &g(k), sizeof(T)) != 0;
+        for (long long k = 0; k < F + 2; ++k) differ += std::memcmp(&a(k), &g(k), sizeof(Acc)) != 0;
         EXPECT_EQ(differ, 0) << what << " " << form;
       };
-      md::reduce_part<md::Fused, T, md::Part::all>(exec, X, y, w, b, y, y, 0, 0, fixed);
-      md::reduce_part_as<md::Fused, T, md::Part::all, 0>(exec, X, y, w, b, y, y, 0, 0, generic);
+      md::reduce_part<md::Fused, Acc, md::Part::all>(exec, X, y, w, b, y, y, 0, 0, fixed);
+      md::reduce_part_as<md::Fused, Acc, md::Part::all, 0>(exec, X, y, w, b, y, y, 0, 0, generic);
       exec.fence();
       expect_same("x.w + b - y");
-      md::reduce_part<md::FromZ, T, md::Part::all>(exec, X, y, w, b, z, z, 0, 0, fixed);
-      md::reduce_part_as<md::FromZ, T, md::Part::all, 0>(exec, X, y, w, b, z, z, 0, 0, generic);
+      md::reduce_part<md::FromZ, Acc, md::Part::all>(exec, X, y, w, b, z, z, 0, 0, fixed);
+      md::reduce_part_as<md::FromZ, Acc, md::Part::all, 0>(exec, X, y, w, b, z, z, 0, 0, generic);
       exec.fence();
       expect_same("z - y");
     }
@@ -320,6 +320,7 @@ void check_fixed_width_is_generic() {
 
 TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp64) { check_fixed_width_is_generic<double>(); }
 TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp32) { check_fixed_width_is_generic<float>(); }
+TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericBf16) { check_fixed_width_is_generic<kpmap::bf16, float>(); }
 
 // The fp32 / fp64 block loops (block_dot one row or 4 rows at a time, its requests before a
 // group's dot product or during it; block_axpy), which on GCC-compatible host compilers run on
@@ -536,11 +537,11 @@ TEST(FusedKernel, WordHalvesAreTheElementsBf16) { check_word_halves<kpmap::bf16>
 TEST(FusedKernel, WordHalvesAreTheElementsFp16) { check_word_halves<kpmap::fp16>(); }
 
 // The bf16 rows' loops (pair_dot 8 rows or 1, pair_axpy), which on GCC-compatible host compilers
-// run on vector types (16 bytes, or 32 in the AVX2 version, where two rows share a register and
-// the loops over the rows' residuals are unrolled: for_rows),
+// run on vector types (16 bytes, or 32 in the AVX2 version, where the loops over the rows'
+// residuals are unrolled: for_rows),
 // against plain serial loops in the order model/half_kernels.hpp documents: row q's dot product
-// keeps 4 partial sums, partial k adding x w of elements 2k, then 2k + 1, of every 8, the
-// elements after the last 8 in partial 0, folded as (p0 + p1) + (p2 + p3); the gradient in pair
+// keeps 16 partial sums, partial e adding x w of the elements at positions e mod 16 in order,
+// folded as s_k = p_2k + p_2k+1, t_k = s_k + s_k+4, then (t0 + t1) + (t2 + t3); the gradient in pair
 // order, each slot adding the rows' products in row order. Real-valued data, rows at odd 2-byte
 // offsets, widths with and without a partial group: the sums must be bitwise equal, compiled for
 // the baseline target and, for the AVX2 loops, also for AVX2 and FMA (products fused).
@@ -575,16 +576,12 @@ void check_pair_loops() {
     long long differ = 0;
     for (int q = 0; q < rows; ++q) {
       const H* xq = x + q * stride;
-      float part[4] = {};
-      long long j = 0;
-      for (; j + 8 <= F; j += 8) {
-        for (int k = 0; k < 4; ++k) {
-          part[k] = madd<fused>(at(xq, j + 2 * k), at(w, j + 2 * k), part[k]);
-          part[k] = madd<fused>(at(xq, j + 2 * k + 1), at(w, j + 2 * k + 1), part[k]);
-        }
-      }
-      for (; j < F; ++j) part[0] = madd<fused>(at(xq, j), at(w, j), part[0]);
-      const float dot = (part[0] + part[1]) + (part[2] + part[3]);
+      float part[16] = {};
+      for (long long j = 0; j < F; ++j) part[j % 16] = madd<fused>(at(xq, j), at(w, j), part[j % 16]);
+      float s[8], t[4];
+      for (int k = 0; k < 8; ++k) s[k] = part[2 * k] + part[2 * k + 1];
+      for (int k = 0; k < 4; ++k) t[k] = s[k] + s[k + 4];
+      const float dot = (t[0] + t[1]) + (t[2] + t[3]);
       differ += std::memcmp(&dot, &d8[q], sizeof dot) != 0;
       differ += std::memcmp(&dot, &d1[q], sizeof dot) != 0;
     }

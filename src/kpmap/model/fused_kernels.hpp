@@ -537,7 +537,7 @@ struct GradientReduce {
   // rows_block does, left memory idle for longer (measured: docs/performance.md). A pass with
   // only one of the two phases requests every row in it.
   KOKKOS_INLINE_FUNCTION void pair_block(long long i0, value_type acc) const {
-    const long long F = static_cast<long long>(X.extent(1));
+    const long long F = row_length();
     const long long stride = static_cast<long long>(X.stride(0));
     const auto* x = X.data() + i0 * stride;
     const auto* next = x + pair_ahead(i0, stride);
@@ -667,15 +667,17 @@ void reduce_part_as(const execution_space& exec, const XView& X, const YView& y,
   Kokkos::parallel_reduce(label, policy, f, sums);
 }
 
-// Whether the one-pass reduction has compile-time row lengths: contiguous fp32 / fp64 rows.
+// Whether the one-pass reduction has compile-time row lengths: contiguous fp32 / fp64 rows, and
+// contiguous bf16 rows summed in float.
 template <class Acc, class XView>
 inline constexpr bool fixed_widths_v =
-    rows_contiguous_v<XView> && std::is_same_v<Acc, typename XView::non_const_value_type> &&
-    (std::is_same_v<Acc, float> || std::is_same_v<Acc, double>);
+    (rows_contiguous_v<XView> && std::is_same_v<Acc, typename XView::non_const_value_type> &&
+     (std::is_same_v<Acc, float> || std::is_same_v<Acc, double>)) ||
+    (pair_order_v<Acc, XView> && std::is_same_v<typename XView::non_const_value_type, bf16>);
 
 // sums (extent W + 2, see Part) <- the reduction of `part` over all rows of X; res: the
 // residuals (written by residual, read by columns); [c0, c0 + width): the columns' window.
-// The one-pass reduction over narrow contiguous fp32 / fp64 rows (8 to 64 features) runs with
+// The one-pass reduction over narrow contiguous fp32, fp64 or bf16 rows (8 to 64 features) runs with
 // the row length as a compile-time constant: the same arithmetic in the same order (the result
 // is bitwise the generic one), with the per-row loops unrolled, where the loop control, the
 // remainders and the folds would otherwise cost as much as the row's arithmetic.

@@ -27,14 +27,10 @@
 #include "kpmap/model/prefetch.hpp"
 #include "kpmap/model/row_loops.hpp"
 
-// GCC's vector extensions for bf16 rows, in host code on little-endian hosts with
-// __builtin_shufflevector (GCC 12, Clang).
+// GCC's vector extensions for bf16 rows, in host code on little-endian hosts (GCC, Clang).
 #if defined(__GNUC__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__) && \
-    !defined(__SYCL_DEVICE_ONLY__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && \
-    defined(__has_builtin)
-#if __has_builtin(__builtin_shufflevector)
+    !defined(__SYCL_DEVICE_ONLY__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define KPMAP_HALF_VECTORS 1
-#endif
 #endif
 
 namespace kpmap::model_detail {
@@ -86,33 +82,21 @@ KOKKOS_INLINE_FUNCTION float high_of(std::uint32_t word) {
   return high_half_value<H>(word & 0xffff0000u);
 }
 
-#if defined(KPMAP_HALF_VECTORS)
-// 4 words (16 bytes) of one row, or of two rows (32 bytes), and their floats.
-typedef std::uint32_t words4 __attribute__((vector_size(16)));
-typedef std::uint32_t words8 __attribute__((vector_size(32)));
-typedef float floats4 __attribute__((vector_size(16)));
-typedef float floats8 __attribute__((vector_size(32)));
-template <int span>
-struct PairVectors {
-  using U = words4;
-  using V = floats4;
-};
-template <>
-struct PairVectors<2> {
-  using U = words8;
-  using V = floats8;
-};
-#endif
-
 // out[q] = sum_j x[q * stride + j] * w[j] for q < rows, the rows interleaved so that each word
-// of w serves all of them, with 4 partial sums (one SSE register) per row, each adding the
-// products of a word's two elements one after the other (`fused`: one fma each, add_product).
+// of w serves several rows. The plain loops (fp16, and device passes) keep 8 partial sums per
+// row: partial k (k < 4) adds the products of elements 2k, partial 4 + k those of elements
+// 2k + 1 of every 8 (a word's two elements go to two partials, so no add waits on the one before
+// it in the same step); the elements after the last 8 go to partial 0; the fold is
+// s_k = partial k + partial 4 + k, then (s0 + s1) + (s2 + s3).
+// With KPMAP_HALF_VECTORS, bf16 rows run on vector types with 16 partial sums per row: partial
+// e adds the products of the elements at positions e mod 16, in order, so a step reads 32 bytes
+// of a row (8 words: one AVX register, or two SSE ones) and each of its 16 products goes to its
+// own partial; the fold is s_k = partial 2k + partial 2k + 1 (k < 8), t_k = s_k + s_k+4 (k < 4),
+// then (t0 + t1) + (t2 + t3). 4 rows (AVX2) or 2 (SSE2) run at a time, so that their partial
+// sums stay in the 16 vector registers, and each pass reads its own words of w.
+// `fused`: each product fused with its sum (add_product, add_products).
 // Meanwhile rows [0, prefetch_rows) of the next block (at `next`) are requested, a cache line
 // per row every 32 features.
-// With KPMAP_HALF_VECTORS, bf16 rows run on vector types: the same lanes, products and adds in
-// the same order as the plain loops, so the same sums. With vector_bytes 32 (the AVX2 version)
-// two rows' 4 partial sums share one register. As plain loops, GCC built w's floats from scalars
-// (a shift, a mask and an insert per word) at every step.
 template <int rows, int vector_bytes = 16, bool unroll = false, bool fused = false, class H>
 KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long stride, const H* KOKKOS_RESTRICT w,
                                      long long n, float* out, const H* next, int prefetch_rows) {
@@ -120,55 +104,71 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
   constexpr long long line = 64 / static_cast<long long>(sizeof(H));
 #if defined(KPMAP_HALF_VECTORS)
   if constexpr (std::is_same_v<H, bf16>) {
-    constexpr int span = rows % (vector_bytes / 16) == 0 ? vector_bytes / 16 : 1;  // rows per vector
-    using PV = PairVectors<span>;
-    using U = typename PV::U;
-    using V = typename PV::V;
-    V part[rows / span];
-    for (int p = 0; p < rows / span; ++p) part[p] = V{};
-    long long j = 0;
-    for (; j + 2 * words <= n; j += 2 * words) {
-      if (j % line == 0) {
-        for (int q = 0; q < prefetch_rows; ++q) prefetch_hint(next + q * stride + j);
+    typedef std::uint32_t U __attribute__((vector_size(vector_bytes)));
+    typedef float V __attribute__((vector_size(vector_bytes)));
+    constexpr int per = vector_bytes / 4;  // words per vector
+    constexpr int vectors = 8 / per;       // vectors per row and parity in a step of 8 words
+    constexpr int pass = rows < 4 / vectors ? rows : 4 / vectors;  // rows at a time
+    static_assert(rows % pass == 0, "whole passes");
+    for_rows<rows / pass, true>([&](auto h) {
+      const int q0 = h * pass;
+      // The passes share the requests: this one requests rows [r0, r1) of the next block.
+      const int r0 = prefetch_rows * h / (rows / pass), r1 = prefetch_rows * (h + 1) / (rows / pass);
+      V even[pass][vectors], odd[pass][vectors];  // partials 2k and 2k + 1 of each row
+      for (int q = 0; q < pass; ++q) {
+        for (int v = 0; v < vectors; ++v) even[q][v] = V{}, odd[q][v] = V{};
       }
-      words4 w4;
-      std::memcpy(&w4, w + j, 16);
-      U ww;
-      if constexpr (span == 2) {
-        ww = __builtin_shufflevector(w4, w4, 0, 1, 2, 3, 4, 5, 6, 7);
-      } else {
-        ww = w4;
-      }
-      const V lo = reinterpret_cast<V>(ww << 16), hi = reinterpret_cast<V>(ww & 0xffff0000u);
-      for (int p = 0; p < rows / span; ++p) {
-        words4 x0;
-        std::memcpy(&x0, x + p * span * stride + j, 16);
-        U xw;
-        if constexpr (span == 2) {
-          words4 x1;
-          std::memcpy(&x1, x + (p * span + 1) * stride + j, 16);
-          xw = __builtin_shufflevector(x0, x1, 0, 1, 2, 3, 4, 5, 6, 7);
-        } else {
-          xw = x0;
+      long long j = 0;
+      for (; j + 16 <= n; j += 16) {
+        if (j % line == 0) {
+          for (int q = r0; q < r1; ++q) prefetch_hint(next + q * stride + j);
         }
-        add_products<fused>(part[p], reinterpret_cast<V>(xw << 16), lo);
-        add_products<fused>(part[p], reinterpret_cast<V>(xw & 0xffff0000u), hi);
+        V lo[vectors], hi[vectors];
+        for (int v = 0; v < vectors; ++v) {
+          U ww;
+          std::memcpy(&ww, w + j + 2 * v * per, sizeof(U));
+          lo[v] = reinterpret_cast<V>(ww << 16), hi[v] = reinterpret_cast<V>(ww & 0xffff0000u);
+        }
+        for (int q = 0; q < pass; ++q) {
+          for (int v = 0; v < vectors; ++v) {
+            U xw;
+            std::memcpy(&xw, x + (q0 + q) * stride + j + 2 * v * per, sizeof(U));
+            add_products<fused>(even[q][v], reinterpret_cast<V>(xw << 16), lo[v]);
+            add_products<fused>(odd[q][v], reinterpret_cast<V>(xw & 0xffff0000u), hi[v]);
+          }
+        }
       }
-    }
-    for (; j < n; ++j) {
-      for (int q = 0; q < rows; ++q) {
-        const int p = q / span, k = q % span * words;
-        part[p][k] = add_product<fused>(part[p][k], static_cast<float>(x[q * stride + j]), static_cast<float>(w[j]));
+      if (j < n && j % line == 0) {
+        for (int q = r0; q < r1; ++q) prefetch_hint(next + q * stride + j);
       }
-    }
-    for_rows<rows, unroll>([&](auto q) {
-      const int p = q / span, k = q % span * words;
-      out[q] = (part[p][k] + part[p][k + 1]) + (part[p][k + 2] + part[p][k + 3]);
+      for (long long e = 0; j + e < n; ++e) {  // the last, partial step: element e to partial e
+        const int k = static_cast<int>(e / 2), v = k / per, lane = k % per;
+        const float wj = static_cast<float>(w[j + e]);
+        for (int q = 0; q < pass; ++q) {
+          const float xj = static_cast<float>(x[(q0 + q) * stride + j + e]);
+          if (e % 2 == 0) {
+            even[q][v][lane] = add_product<fused>(even[q][v][lane], xj, wj);
+          } else {
+            odd[q][v][lane] = add_product<fused>(odd[q][v][lane], xj, wj);
+          }
+        }
+      }
+      for_rows<pass, unroll>([&](auto q) {
+        V s[vectors];
+        for (int v = 0; v < vectors; ++v) s[v] = even[q][v] + odd[q][v];
+        float t[4];
+        if constexpr (vectors == 2) {
+          for (int k = 0; k < 4; ++k) t[k] = s[0][k] + s[1][k];
+        } else {
+          for (int k = 0; k < 4; ++k) t[k] = s[0][k] + s[0][k + 4];
+        }
+        out[q0 + q] = (t[0] + t[1]) + (t[2] + t[3]);
+      });
     });
     return;
   }
 #endif
-  float part[rows][words] = {};
+  float part[rows][2 * words] = {};
   long long j = 0;
   for (; j + 2 * words <= n; j += 2 * words) {
     if (j % line == 0) {
@@ -183,7 +183,7 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
       for (int k = 0; k < words; ++k) {
         const std::uint32_t xw = half_pair(x + q * stride + j + 2 * k);
         part[q][k] = add_product<fused>(part[q][k], low_of<H>(xw), lo[k]);
-        part[q][k] = add_product<fused>(part[q][k], high_of<H>(xw), hi[k]);
+        part[q][words + k] = add_product<fused>(part[q][words + k], high_of<H>(xw), hi[k]);
       }
     }
   }
@@ -192,12 +192,17 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
       part[q][0] = add_product<fused>(part[q][0], static_cast<float>(x[q * stride + j]), static_cast<float>(w[j]));
     }
   }
-  for (int q = 0; q < rows; ++q) out[q] = (part[q][0] + part[q][1]) + (part[q][2] + part[q][3]);
+  for (int q = 0; q < rows; ++q) {
+    float s[words];
+    for (int k = 0; k < words; ++k) s[k] = part[q][k] + part[q][words + k];
+    out[q] = (s[0] + s[1]) + (s[2] + s[3]);
+  }
 }
 
 // g (pair order) += sum_q a[q] * x[q * stride + j]: one load and store of g per `rows` rows,
 // while rows [first_prefetch_row, rows) of the next block (at `next`) are requested. With
-// KPMAP_HALF_VECTORS, bf16 rows run on vectors of vector_bytes: the same sums in the same order.
+// KPMAP_HALF_VECTORS, bf16 rows run on vectors of vector_bytes, a cache line's groups at a time:
+// the same sums in the same order.
 template <int rows, int vector_bytes = 16, bool unroll = false, bool fused = false, class H>
 KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, const H* KOKKOS_RESTRICT x,
                                       long long stride, long long n, const H* next, int first_prefetch_row) {
@@ -215,23 +220,40 @@ KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, 
       for (int k = 0; k < per; ++k) lane[k] = a[q];
       std::memcpy(&cv[q], lane, sizeof(V));
     });
+    // Adds the rows to the `count` groups from j on, side by side: each slot's adds are a chain
+    // in row order, and the groups' chains are independent.
+    const auto add_groups = [&](long long j, auto count) {
+      constexpr int G = decltype(count)::value, vectors = words / per;
+      V lo[G][vectors], hi[G][vectors];
+      for (int k = 0; k < G; ++k) {
+        for (int v = 0; v < vectors; ++v) {
+          std::memcpy(&lo[k][v], g + j + k * pair_group + v * per, sizeof(V));
+          std::memcpy(&hi[k][v], g + j + k * pair_group + words + v * per, sizeof(V));
+        }
+      }
+      for (int q = 0; q < rows; ++q) {
+        for (int k = 0; k < G; ++k) {
+          for (int v = 0; v < vectors; ++v) {
+            U xw;
+            std::memcpy(&xw, x + q * stride + j + k * pair_group + 2 * v * per, sizeof(U));
+            add_products<fused>(lo[k][v], cv[q], reinterpret_cast<V>(xw << 16));
+            add_products<fused>(hi[k][v], cv[q], reinterpret_cast<V>(xw & 0xffff0000u));
+          }
+        }
+      }
+      for (int k = 0; k < G; ++k) {
+        for (int v = 0; v < vectors; ++v) {
+          std::memcpy(g + j + k * pair_group + v * per, &lo[k][v], sizeof(V));
+          std::memcpy(g + j + k * pair_group + words + v * per, &hi[k][v], sizeof(V));
+        }
+      }
+    };
     for (long long j0 = 0; j0 < n; j0 += line) {
       for (int q = first_prefetch_row; q < rows; ++q) prefetch_hint(next + q * stride + j0);
-      const long long end = j0 + line < full ? j0 + line : full;
-      for (long long j = j0; j < end; j += pair_group) {
-        for (int v = 0; v < words / per; ++v) {
-          V lo, hi;
-          std::memcpy(&lo, g + j + v * per, sizeof(V));
-          std::memcpy(&hi, g + j + words + v * per, sizeof(V));
-          for (int q = 0; q < rows; ++q) {
-            U xw;
-            std::memcpy(&xw, x + q * stride + j + 2 * v * per, sizeof(U));
-            add_products<fused>(lo, cv[q], reinterpret_cast<V>(xw << 16));
-            add_products<fused>(hi, cv[q], reinterpret_cast<V>(xw & 0xffff0000u));
-          }
-          std::memcpy(g + j + v * per, &lo, sizeof(V));
-          std::memcpy(g + j + words + v * per, &hi, sizeof(V));
-        }
+      if (j0 + line <= full) {
+        add_groups(j0, std::integral_constant<int, static_cast<int>(line / pair_group)>());
+      } else {
+        for (long long j = j0; j < full; j += pair_group) add_groups(j, std::integral_constant<int, 1>());
       }
     }
     for (long long j = full; j < n; ++j) {
