@@ -11,8 +11,9 @@
 // load of w serves all of them (dot_group). The lines 16 KiB or one group of rows further on in X
 // are requested into L2 (prefetch_hint) as the rows are read (block_dot). Then one axpy adds all
 // 8 rows, still in L1 (16 KiB in fp64 at 256 features), so the thread-private gradient is loaded
-// and stored once per 8 rows, while it requests the next 8 rows, so that memory keeps streaming
-// during the arithmetic (blocks of wide rows in two halves of 4 rows: split_block_bytes). For
+// and stored once per 8 rows, while it requests the 8 rows of a block at least 8 KiB further on
+// (axpy_request_bytes), so that memory keeps streaming during the arithmetic (blocks of wide
+// rows in two halves of 4 rows: split_block_bytes). For
 // fp32 and fp64 rows of 8, 16, 32 or 64 features the row length is a compile-time constant
 // (reduce_part), so that these short loops unroll. On GCC-compatible host compilers the fp32 /
 // fp64 block loops run on vector types (KPMAP_HOST_VECTORS; 16 bytes, 32 in the AVX2 version
@@ -206,6 +207,14 @@ inline constexpr long long burst_bytes = 2048;
 // adds the rows to each g[j] in row order either way, and the halves only store g[j] between
 // row 3 and row 4.
 inline constexpr long long split_block_bytes = 131072;
+
+// The axpy of a block of fp32 / fp64 rows requests the rows of the block at least this many
+// bytes further on, in whole blocks: the next block from blocks of 8 KiB (fp64 rows of 128
+// features), 4 blocks on for blocks of 2 KiB. Measured out of cache (docs/performance.md), rows
+// of 128 to 512 bytes stream faster with these requests than with the next block's. The dot
+// products' requests (prefetch_distance) do not make them redundant: without the axpy's, rows of
+// 256 bytes to 2 KiB streamed slower.
+inline constexpr long long axpy_request_bytes = 8192;
 
 // Blocks of 16-bit rows up to this size request the next block's rows, larger ones rows
 // prefetch_distance ahead (GradientReduce::pair_ahead).
@@ -461,11 +470,14 @@ struct GradientReduce {
     add_residuals<1>(i, &r, acc);
   }
 
-  // The next block's rows (x points at block i0's first row), or x itself when block i0 is the
-  // last whole block, so that no prefetch pointer leaves X.
+  // The rows of the block that the axpy of block i0 requests (x points at block i0's first row):
+  // the first whole block at least axpy_request_bytes further on, or x itself where that block
+  // would pass the end of X, so that no prefetch pointer leaves it.
   template <class P>
   KOKKOS_INLINE_FUNCTION P* next_rows(long long i0, P* x, long long stride) const {
-    return i0 + 2 * block <= static_cast<long long>(X.extent(0)) ? x + block * stride : x;
+    const long long bytes = block * stride * static_cast<long long>(sizeof(P));
+    const long long blocks = bytes <= 0 || bytes >= axpy_request_bytes ? 1 : axpy_request_bytes / bytes;
+    return i0 + (blocks + 1) * block <= static_cast<long long>(X.extent(0)) ? x + blocks * block * stride : x;
   }
 
   KOKKOS_INLINE_FUNCTION void rows_block(long long i0, value_type acc) const {
@@ -501,7 +513,7 @@ struct GradientReduce {
 
   // Rows [i0 + h, i0 + h + rows) of the whole block at i0, with their residuals r[h, h + rows):
   // their dot products (Fused, but for columns), `group` rows at a time, added to r, then their
-  // axpy, which requests the same rows of the next block.
+  // axpy, which requests the same rows of a block further on (next_rows).
   template <int rows, int group>
   KOKKOS_INLINE_FUNCTION void rows_part(long long i0, int h, Acc* r, long long ahead, value_type acc) const {
     const long long stride = static_cast<long long>(X.stride(0));
