@@ -291,6 +291,11 @@ class ReproducibleModel {
   // forms every row's z, reading X once more); every slot gets the same exact terms, so the bits
   // do not change.
   static constexpr long long device_columns = 56;
+  // The setting a model starts with: every column in one pass on host backends.
+  static constexpr long long default_columns_per_pass = host_execution_v ? 0 : device_columns;
+  // The columns of a pass of the one-row kernel over F columns with the default setting (the
+  // workspace this model allocates, which train/memory.cpp estimates).
+  static long long default_pass_columns(long long F) { return pass_columns(F, default_columns_per_pass); }
   long long columns_per_pass() const { return columns_per_pass_; }
   void set_columns_per_pass(long long columns) { columns_per_pass_ = columns > 0 ? columns : 0; }
 
@@ -311,11 +316,14 @@ class ReproducibleModel {
     }
   }
 
+  // The columns of a pass over F columns with `columns` per pass (0: all of them).
+  static long long pass_columns(long long F, long long columns) { return columns == 0 ? F : std::min(F, columns); }
+
   // The gradient columns per pass of Functor over X.
   template <class Functor, class XView>
   long long pass_width(const XView& X) const {
     const long long F = static_cast<long long>(X.extent(1));
-    return std::max(1LL, Functor::host_rows || columns_per_pass_ == 0 ? F : std::min(F, columns_per_pass_));
+    return std::max(1LL, Functor::host_rows ? F : pass_columns(F, columns_per_pass_));
   }
 
   template <class Functor>
@@ -336,7 +344,7 @@ class ReproducibleModel {
     }
   }
 
-  long long columns_per_pass_ = host_execution_v ? 0 : device_columns;
+  long long columns_per_pass_ = default_columns_per_pass;
   View1<double> sums_;
   View1<double> zacc_, z_;  // fused() in more than one pass: each row's forward accumulator and z
 };

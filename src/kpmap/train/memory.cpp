@@ -74,7 +74,7 @@ MemoryEstimate estimate(const TrainSpec& spec, const Mesh& mesh) {
     // (model/repro_model.hpp): the sums of a pass over the columns (all of them on host
     // backends), and with one model rank, where the columns take more than one pass (GPU
     // backends), each row's z.
-    const long long pass = host_execution_v ? F : std::min(F, ReproducibleModel<double>::device_columns);
+    const long long pass = ReproducibleModel<double>::default_pass_columns(F);
     e.gradients += static_cast<std::size_t>(3 * (F + 2) + 1 + 3 * (pass + 2)) * sizeof(double);
     if (model_size > 1 || pass < F) e.gradients += static_cast<std::size_t>(4 * micro_rows) * sizeof(double);
   }
