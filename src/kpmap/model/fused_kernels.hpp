@@ -279,11 +279,7 @@ KOKKOS_INLINE_FUNCTION void block_axpy(Acc* KOKKOS_RESTRICT g, const Acc* a, con
     typedef Acc V __attribute__((vector_size(vector_bytes)));
     constexpr int per = vector_bytes / static_cast<int>(sizeof(Acc)), vectors = static_cast<int>(line) / per;
     V cv[rows];
-    for_rows<rows, unroll>([&](auto q) {
-      Acc lane[per];
-      for (int k = 0; k < per; ++k) lane[k] = a[q];
-      std::memcpy(&cv[q], lane, sizeof(V));
-    });
+    broadcast_rows<rows, unroll>(a, cv);
     const long long full = n - n % line;
     for (long long j0 = 0; j0 < full; j0 += line) {
       for (int q = 0; q < rows; ++q) prefetch_hint(next + q * stride + j0);

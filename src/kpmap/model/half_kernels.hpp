@@ -215,11 +215,7 @@ KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, 
     typedef float V __attribute__((vector_size(vector_bytes)));
     constexpr int per = vector_bytes / 4;
     V cv[rows];
-    for_rows<rows, unroll>([&](auto q) {
-      float lane[per];
-      for (int k = 0; k < per; ++k) lane[k] = a[q];
-      std::memcpy(&cv[q], lane, sizeof(V));
-    });
+    broadcast_rows<rows, unroll>(a, cv);
     // Adds the rows to the `count` groups from j on, side by side: each slot's adds are a chain
     // in row order, and the groups' chains are independent.
     const auto add_groups = [&](long long j, auto count) {

@@ -4,6 +4,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -118,6 +119,18 @@ KOKKOS_INLINE_FUNCTION void add_products(V& sum, const V& a, const V& b) {
   static_assert(!fused, "fused vector products are the AVX2 + FMA version's");
   sum += a * b;
 #endif
+}
+
+// v[q] = a[q] in every lane, for q < rows: the block's residuals as the axpy's broadcasts
+// (block_axpy, pair_axpy); unrolled as for_rows, so the residuals stay in registers.
+template <int rows, bool unroll, class V, class Acc>
+KOKKOS_INLINE_FUNCTION void broadcast_rows(const Acc* a, V* v) {
+  constexpr int per = static_cast<int>(sizeof(V) / sizeof(Acc));
+  for_rows<rows, unroll>([&](auto q) {
+    Acc lane[per];
+    for (int k = 0; k < per; ++k) lane[k] = a[q];
+    std::memcpy(&v[q], lane, sizeof(V));
+  });
 }
 #endif
 
