@@ -82,6 +82,32 @@ KOKKOS_INLINE_FUNCTION float high_of(std::uint32_t word) {
   return high_half_value<H>(word & 0xffff0000u);
 }
 
+#if defined(KPMAP_HALF_VECTORS) && defined(KPMAP_AVX2_DISPATCH)
+// out[q] = the fold of s[q] for q < 4, each s[q] = [s_0 ... s_7] of one row (pair_dot's AVX2
+// pass): t_k = s_k + s_k+4, then (t_0 + t_1) + (t_2 + t_3). The four rows are folded side by
+// side in the lanes of the same vectors, each lane adding what the scalar fold of its row adds:
+// 12 vector ops and a store for the four rows, where one row at a time took about 10 per row (an
+// extract, scalar shuffles and adds).
+__attribute__((target("avx2"))) inline void fold_rows4(const fma_floats8* s, float* out) {
+  // [t of row 0 | t of row 1] and [t of row 2 | t of row 3]: low halves plus high halves
+  const __m256 t01 = _mm256_add_ps(_mm256_permute2f128_ps(s[0], s[1], 0x20), _mm256_permute2f128_ps(s[0], s[1], 0x31));
+  const __m256 t23 = _mm256_add_ps(_mm256_permute2f128_ps(s[2], s[3], 0x20), _mm256_permute2f128_ps(s[2], s[3], 0x31));
+  // each half: [t_0 + t_1, t_2 + t_3] of row 0 (1), then of row 2 (3)
+  const __m256 u = _mm256_add_ps(_mm256_shuffle_ps(t01, t23, 0x88), _mm256_shuffle_ps(t01, t23, 0xdd));
+  // each half: [row 0 (1), row 2 (3), ...]
+  const __m256 d = _mm256_add_ps(_mm256_shuffle_ps(u, u, 0x88), _mm256_shuffle_ps(u, u, 0xdd));
+  float lanes[8];
+  _mm256_storeu_ps(lanes, d);
+  out[0] = lanes[0], out[1] = lanes[4], out[2] = lanes[1], out[3] = lanes[5];
+}
+
+// v as it is, but the compiler cannot tell: pair_dot's AVX2 passes each convert their own words
+// of w with it. Left to itself, GCC keeps every step's converted words of the first pass for the
+// next passes (8 AVX registers at 64 features, next to the 8 partial sums), and spills.
+typedef std::uint32_t avx2_words __attribute__((vector_size(32)));
+__attribute__((target("avx2"))) inline void read_here(avx2_words& v) { asm volatile("" : "+x"(v)); }
+#endif
+
 // out[q] = sum_j x[q * stride + j] * w[j] for q < rows, the rows interleaved so that each word
 // of w serves several rows. The plain loops (fp16, and device passes) keep 8 partial sums per
 // row: partial k (k < 4) adds the products of elements 2k, partial 4 + k those of elements
@@ -127,6 +153,9 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
         for (int v = 0; v < vectors; ++v) {
           U ww;
           std::memcpy(&ww, w + j + 2 * v * per, sizeof(U));
+#if defined(KPMAP_AVX2_DISPATCH)
+          if constexpr (fused && vector_bytes == 32) read_here(reinterpret_cast<avx2_words&>(ww));
+#endif
           lo[v] = reinterpret_cast<V>(ww << 16), hi[v] = reinterpret_cast<V>(ww & 0xffff0000u);
         }
         for (int q = 0; q < pass; ++q) {
@@ -153,6 +182,14 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
           }
         }
       }
+#if defined(KPMAP_AVX2_DISPATCH)
+      if constexpr (fused && vector_bytes == 32 && pass == 4) {
+        fma_floats8 s[4];
+        for_rows<4, true>([&](auto q) { s[q] = even[q][0] + odd[q][0]; });
+        fold_rows4(s, out + q0);
+        return;
+      }
+#endif
       for_rows<pass, unroll>([&](auto q) {
         V s[vectors];
         for (int v = 0; v < vectors; ++v) s[v] = even[q][v] + odd[q][v];
