@@ -10,6 +10,9 @@
 //      fp32 parameters), the ranks aligned by a barrier before each step's reduction: timing.comm
 //      in (1) also holds the time a rank waits for the other to finish its gradient, which on two
 //      ranks sharing two cores with the host's other work can exceed the reduction itself.
+//   4. the parts of (3)'s allreduce for each wire, timed one by one: for fp32 the psum of the sums
+//      in place and the division by the row count; for bf16 the cast to the wire, the 16-bit psum
+//      and the unscaling (the calls StepComm makes for one bucket).
 // The variants run interleaved, --repetitions times each, so a drift of the host hits them alike;
 // each figure is the median over repetitions of the maximum over ranks (in (3), of the median
 // over --steps reductions).
@@ -155,6 +158,72 @@ void wire_table(const std::vector<Variant>& variants, const Options& o, const kp
   }
 }
 
+// Table 4: the parts of one allreduce reduction of n + 2 fp32 sums (n = --features), each part
+// fenced and timed on its own, the ranks aligned by a barrier before each wire's sequence; each
+// figure is the median over --steps x --repetitions of the maximum over ranks.
+void parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
+  namespace sd = kpmap::step_comm_detail;
+  const kpmap::execution_space exec;
+  const long long n = o.features, rows = o.rows * mesh.size();
+  const kpmap::Axis data = mesh.axis(kpmap::AxisNames("data"));
+  kpmap::View1<float> stats("bench::stats", n + 2), grad("bench::grad", n);
+  kpmap::View1<kpmap::bf16> wire("bench::wire", n + 2);
+  sd::WireLayout layout;  // allreduce, one bucket: the wire is the n + 2 slots in order
+  layout.n = n;
+  layout.shard = layout.bucket = n + 2;
+  const double share = 1.0 / static_cast<double>(rows);
+  enum { cast, bf16_sum, unscale, fp32_sum, divide, parts };
+  std::vector<double> t[parts];
+  const auto fill = [&] {
+    Kokkos::deep_copy(exec, stats, 1.0f);
+    Kokkos::deep_copy(exec, Kokkos::subview(stats, n + 1), static_cast<float>(o.rows));
+    exec.fence();
+    MPI_Barrier(MPI_COMM_WORLD);
+  };
+  double mark = 0;
+  const auto lap = [&](int part, bool keep) {
+    exec.fence();
+    const double now = MPI_Wtime(), seconds = max_over_ranks(now - mark);
+    if (keep) t[part].push_back(seconds);
+    mark = MPI_Wtime();
+  };
+  for (int rep = 0; rep < o.repetitions; ++rep) {
+    for (long long step = 0; step <= o.steps; ++step) {  // step 0 is not kept
+      fill();
+      mark = MPI_Wtime();
+      sd::to_wire(exec, layout, stats, wire, 0, share, share, share);
+      lap(cast, step > 0);
+      kpmap::psum(exec, data, wire, wire);
+      lap(bf16_sum, step > 0);
+      kpmap::bf16 wire_count;  // the reduced row-count slot, read back as StepComm::finish does
+      Kokkos::deep_copy(exec, wire_count, Kokkos::subview(wire, n + 1));
+      exec.fence();
+      sd::scale_into(exec, wire, 1.0 / static_cast<double>(wire_count), grad);
+      lap(unscale, step > 0);
+      fill();
+      mark = MPI_Wtime();
+      kpmap::psum(exec, data, stats, stats);
+      lap(fp32_sum, step > 0);
+      float count = 0;
+      Kokkos::deep_copy(exec, count, Kokkos::subview(stats, n + 1));
+      exec.fence();
+      sd::divide_into(exec, stats, count, grad);
+      lap(divide, step > 0);
+    }
+  }
+  if (!root) return;
+  double m[parts];
+  for (int k = 0; k < parts; ++k) m[k] = median(t[k]);
+  const double fp32 = m[fp32_sum] + m[divide], bf16 = m[cast] + m[bf16_sum] + m[unscale];
+  std::printf("\nthe allreduce's parts, each timed alone (ms)\n%-8s %10s %12s %10s %10s %10s\n", "wire", "cast",
+              "collective", "back", "sum", "vs fp32");
+  std::printf("%-8s %10s %12.3f %10.3f %10.3f %10.3f\n", "fp32", "-", 1e3 * m[fp32_sum], 1e3 * m[divide], 1e3 * fp32,
+              1.0);
+  std::printf("%-8s %10.3f %12.3f %10.3f %10.3f %10.3f\n", "bf16", 1e3 * m[cast], 1e3 * m[bf16_sum],
+              1e3 * m[unscale], 1e3 * bf16, bf16 / fp32);
+  std::printf("bf16 collective / fp32 collective: %.3f\n", m[bf16_sum] / m[fp32_sum]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -197,6 +266,7 @@ int main(int argc, char** argv) {
                 {"reduce_scatter fp32", CommStrategy::reduce_scatter, Dtype::fp32, 0, false},
                 {"reduce_scatter bf16", CommStrategy::reduce_scatter, Dtype::bf16, 0, false}},
                o, mesh, rank == 0);
+    parts_table(o, mesh, rank == 0);
   }
   return 0;
 }
