@@ -117,6 +117,15 @@ void table(const char* title, const kpmap::TrainSpec& spec, const std::vector<Va
   }
 }
 
+// The statistics a timed reduction starts from (n gradient sums and the loss sum 1, then the
+// rank's row count), with the ranks aligned by a barrier once they are written.
+void fill_aligned(const kpmap::execution_space& exec, const kpmap::View1<float>& stats, long long n, long long rows) {
+  Kokkos::deep_copy(exec, stats, 1.0f);
+  Kokkos::deep_copy(exec, Kokkos::subview(stats, n + 1), static_cast<float>(rows));
+  exec.fence();
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 // Seconds per reduction of a gradient of n fp32 slots (table 3): the median over `steps`, each the
 // maximum over ranks, after one untimed reduction that allocates the wire buffers.
 double wire_seconds(const kpmap::Mesh& mesh, const Variant& v, long long n, long long rows, long long steps) {
@@ -126,10 +135,7 @@ double wire_seconds(const kpmap::Mesh& mesh, const Variant& v, long long n, long
   kpmap::View1<float> shard("bench::shard", comm.shard_size()), gathered("bench::gathered", comm.gathered_size());
   std::vector<double> times;
   for (long long step = 0; step <= steps; ++step) {
-    Kokkos::deep_copy(exec, stats, 1.0f);  // gradient sums and loss sum; the row count next
-    Kokkos::deep_copy(exec, Kokkos::subview(stats, n + 1), static_cast<float>(rows));
-    exec.fence();
-    MPI_Barrier(MPI_COMM_WORLD);
+    fill_aligned(exec, stats, n, rows);
     const double start = MPI_Wtime();
     for (long long k = 0; k < comm.buckets(); ++k) comm.start(exec, stats, k, rows * mesh.size(), 1.0);
     comm.finish(exec, grad);
@@ -174,12 +180,6 @@ void parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
   const double share = 1.0 / static_cast<double>(rows);
   enum { cast, bf16_sum, unscale, fp32_sum, divide, parts };
   std::vector<double> t[parts];
-  const auto fill = [&] {
-    Kokkos::deep_copy(exec, stats, 1.0f);
-    Kokkos::deep_copy(exec, Kokkos::subview(stats, n + 1), static_cast<float>(o.rows));
-    exec.fence();
-    MPI_Barrier(MPI_COMM_WORLD);
-  };
   double mark = 0;
   const auto lap = [&](int part, bool keep) {
     exec.fence();
@@ -189,7 +189,7 @@ void parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
   };
   for (int rep = 0; rep < o.repetitions; ++rep) {
     for (long long step = 0; step <= o.steps; ++step) {  // step 0 is not kept
-      fill();
+      fill_aligned(exec, stats, n, o.rows);
       mark = MPI_Wtime();
       sd::to_wire(exec, layout, stats, wire, 0, share, share, share);
       lap(cast, step > 0);
@@ -200,7 +200,7 @@ void parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
       exec.fence();
       sd::scale_into(exec, wire, 1.0 / static_cast<double>(wire_count), grad);
       lap(unscale, step > 0);
-      fill();
+      fill_aligned(exec, stats, n, o.rows);
       mark = MPI_Wtime();
       kpmap::psum(exec, data, stats, stats);
       lap(fp32_sum, step > 0);
