@@ -21,6 +21,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <ios>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -509,6 +511,84 @@ TEST(FusedKernel, Avx2AgreesWithBaselineFp64) { check_avx2_agrees_with_baseline<
 TEST(FusedKernel, Avx2AgreesWithBaselineFp32) { check_avx2_agrees_with_baseline<float, float>(); }
 TEST(FusedKernel, Avx2AgreesWithBaselineBf16) { check_avx2_agrees_with_baseline<kpmap::bf16, float>(); }
 TEST(FusedKernel, Avx2AgreesWithBaselineFp16) { check_avx2_agrees_with_baseline<kpmap::fp16, float>(); }
+
+// The residual sums of a block of 8 rows (model/fused_kernels.hpp, add_residuals): its residuals,
+// and their squares, are each summed as ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) and then
+// added to the thread's sums. With w = 0 and b = 0 every residual is exactly -y_i. The values show
+// the order of the adds: one large residual and seven small ones, each under half an ulp of the
+// large one's sum, so that a chain in row order drops every small term while the tree keeps their
+// pairs (the test asserts that the two orders differ on its data). Every square is exact, so fused
+// and separate products round alike: the sum of the residuals (grad_b / 2) and the loss must be
+// bitwise the tree's, on every version of the loops this build and CPU run, at a compile-time
+// width (16) and a generic one (100). One block per call: one thread's sum, whatever the
+// thread count.
+template <class T, class Acc>
+void check_block_loss_tree() {
+  namespace md = kpmap::model_detail;
+  constexpr int digits = std::numeric_limits<Acc>::digits;  // 24 or 53
+  const auto block = [](double big, double small) { return std::vector<double>{big, small, small, small, small, small, small, small}; };
+  // 2^15 and 7/8 of half its ulp; 2^12 (its square 2^24) and a square under half the ulp of 2^24
+  const std::vector<double> sums = block(32768, 0.875 * std::ldexp(1.0, 15 - digits));
+  const std::vector<double> squares = block(4096, digits == 24 ? 0.875 : 0.875 * std::ldexp(1.0, -15));
+  const auto tree = [](const std::vector<Acc>& a) {
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  };
+  const auto chain = [](const std::vector<Acc>& a) {
+    Acc s = 0;
+    for (Acc e : a) s += e;
+    return s;
+  };
+  std::vector<Acc> r_sums, r_squares;
+  for (std::size_t i = 0; i < 8; ++i) {
+    ASSERT_EQ(static_cast<double>(static_cast<T>(sums[i])), sums[i]) << "exact in the storage type";
+    ASSERT_EQ(static_cast<double>(static_cast<T>(squares[i])), squares[i]) << "exact in the storage type";
+    r_sums.push_back(static_cast<Acc>(sums[i]));
+    const Acc q = static_cast<Acc>(squares[i]);
+    r_squares.push_back(q * q);
+    ASSERT_EQ(static_cast<double>(r_squares.back()), squares[i] * squares[i]) << "exact squares";
+  }
+  ASSERT_NE(tree(r_sums), chain(r_sums));
+  ASSERT_NE(tree(r_squares), chain(r_squares));
+
+  const md::HostIsa isa = md::host_isa();
+  struct Restore {
+    md::HostIsa isa;
+    ~Restore() { md::set_host_isa(isa); }
+  } restore{isa};
+  kpmap::execution_space exec;
+  kpmap::LinearModel<T, Acc> model(GradientKernel::fused);
+  for (md::HostIsa version : {md::HostIsa::baseline, md::HostIsa::avx2, md::HostIsa::build_target}) {
+    if (!md::set_host_isa(version)) continue;
+    for (long long F : {16LL, 100LL}) {
+      const auto X = hashed_matrix<T>(8, F, 21);
+      const View1<T> params("params", F + 1);  // w = 0, b = 0
+      const auto [w, b] = kpmap::split_params(params, F);
+      const auto run = [&](const std::vector<double>& residuals, double& gb_out) {
+        std::vector<double> y;
+        for (double v : residuals) y.push_back(-v);  // r_i = 0 + (0 - y_i)
+        const View1<Acc> g("g", F + 1);
+        const auto [gw, gb] = kpmap::split_params(g, F);
+        const double loss = model.fused(exec, X, kpmap::test::device_vector<T>(y), w, b, gw, gb);
+        gb_out = static_cast<double>(to_host(g)(F));
+        return loss;
+      };
+      double gb = 0;
+      run(sums, gb);
+      EXPECT_EQ(gb, 2.0 * static_cast<double>(tree(r_sums)))
+          << md::host_isa_name(version) << " F " << F << std::hexfloat << ": " << gb << " against the tree's "
+          << 2.0 * static_cast<double>(tree(r_sums)) << " (a chain's " << 2.0 * static_cast<double>(chain(r_sums)) << ")";
+      const double loss = run(squares, gb);
+      EXPECT_EQ(loss, static_cast<double>(tree(r_squares)))
+          << md::host_isa_name(version) << " F " << F << std::hexfloat << ": " << loss << " against the tree's "
+          << static_cast<double>(tree(r_squares)) << " (a chain's " << static_cast<double>(chain(r_squares)) << ")";
+    }
+  }
+}
+
+TEST(FusedKernel, BlockLossSumsAreATreeFp64) { check_block_loss_tree<double, double>(); }
+TEST(FusedKernel, BlockLossSumsAreATreeFp32) { check_block_loss_tree<float, float>(); }
+TEST(FusedKernel, BlockLossSumsAreATreeBf16) { check_block_loss_tree<kpmap::bf16, float>(); }
+TEST(FusedKernel, BlockLossSumsAreATreeFp16) { check_block_loss_tree<kpmap::fp16, float>(); }
 
 // The 16-bit rows' word reads (model/half_kernels.hpp): for every bit pattern in either half
 // of a word, low_of / high_of give bitwise the element's own conversion (static_cast<float>,

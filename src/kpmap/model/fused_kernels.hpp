@@ -571,7 +571,9 @@ struct GradientReduce {
   }
 
   // The residual sums of rows [i0, i0 + rows) (all, residual), and the residuals themselves
-  // (residual); nothing for columns.
+  // (residual); nothing for columns. A block's residuals and their squares are each summed as a
+  // tree (tree_sum, tree_squares) and added to the thread's sums once, so that the next block
+  // waits on one add per sum and not on one per row (docs/performance.md).
   template <int rows>
   KOKKOS_INLINE_FUNCTION void add_residuals(long long i0, const Acc* r, value_type acc) const {
     if constexpr (part == Part::residual) {
@@ -579,10 +581,13 @@ struct GradientReduce {
     }
     if constexpr (part != Part::columns) {
       const long long W = cols();
-      for_rows<rows, unroll>([&](auto q) {
-        acc[W] += r[q];
-        acc[W + 1] = add_product<fused>(acc[W + 1], r[q], r[q]);
-      });
+      if constexpr (rows == 1) {
+        acc[W] += r[0];
+        acc[W + 1] = add_product<fused>(acc[W + 1], r[0], r[0]);
+      } else {
+        acc[W] += tree_sum<rows>(r);
+        acc[W + 1] += tree_squares<rows, fused>(r);
+      }
     }
   }
 

@@ -76,6 +76,30 @@ KOKKOS_INLINE_FUNCTION Acc add_product(Acc sum, Acc a, Acc b) {
   return sum + a * b;
 }
 
+// v[0] + ... + v[count - 1] as a balanced tree: the first half's sum plus the second half's,
+// ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)) for 8; v[0] for 1.
+template <int count, class Acc>
+KOKKOS_INLINE_FUNCTION Acc tree_sum(const Acc* v) {
+  if constexpr (count == 1) {
+    return v[0];
+  } else {
+    return tree_sum<count / 2>(v) + tree_sum<count - count / 2>(v + count / 2);
+  }
+}
+
+// v[0]^2 + ... + v[count - 1]^2 on tree_sum's tree, each pair's squares a^2 + b^2 formed as
+// add_product<fused>(b * b, a, a): for 8, ((s01 + s23) + (s45 + s67)) with s_ab = a^2 + b^2.
+template <int count, bool fused = false, class Acc>
+KOKKOS_INLINE_FUNCTION Acc tree_squares(const Acc* v) {
+  if constexpr (count == 1) {
+    return v[0] * v[0];
+  } else if constexpr (count == 2) {
+    return add_product<fused>(v[1] * v[1], v[0], v[0]);
+  } else {
+    return tree_squares<count / 2, fused>(v) + tree_squares<count - count / 2, fused>(v + count / 2);
+  }
+}
+
 #if defined(KPMAP_HOST_VECTORS)
 #if defined(KPMAP_AVX2_DISPATCH)
 // The fused products of the AVX2 + FMA version's vector loops, as FMA instructions: compiled for
