@@ -24,6 +24,7 @@
 #include <ios>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kpmap/core/half.hpp"
@@ -526,7 +527,9 @@ template <class T, class Acc>
 void check_block_loss_tree() {
   namespace md = kpmap::model_detail;
   constexpr int digits = std::numeric_limits<Acc>::digits;  // 24 or 53
-  const auto block = [](double big, double small) { return std::vector<double>{big, small, small, small, small, small, small, small}; };
+  const auto block = [](double big, double small) {
+    return std::vector<double>{big, small, small, small, small, small, small, small};
+  };
   // 2^15 and 7/8 of half its ulp; 2^12 (its square 2^24) and a square under half the ulp of 2^24
   const std::vector<double> sums = block(32768, 0.875 * std::ldexp(1.0, 15 - digits));
   const std::vector<double> squares = block(4096, digits == 24 ? 0.875 : 0.875 * std::ldexp(1.0, -15));
@@ -563,21 +566,21 @@ void check_block_loss_tree() {
       const auto X = hashed_matrix<T>(8, F, 21);
       const View1<T> params("params", F + 1);  // w = 0, b = 0
       const auto [w, b] = kpmap::split_params(params, F);
-      const auto run = [&](const std::vector<double>& residuals, double& gb_out) {
+      // the loss and grad_b of the 8 rows with residuals r_i = 0 + (0 - y_i)
+      const auto run = [&](const std::vector<double>& residuals) {
         std::vector<double> y;
-        for (double v : residuals) y.push_back(-v);  // r_i = 0 + (0 - y_i)
+        for (double v : residuals) y.push_back(-v);
         const View1<Acc> g("g", F + 1);
         const auto [gw, gb] = kpmap::split_params(g, F);
         const double loss = model.fused(exec, X, kpmap::test::device_vector<T>(y), w, b, gw, gb);
-        gb_out = static_cast<double>(to_host(g)(F));
-        return loss;
+        return std::pair<double, double>(loss, static_cast<double>(to_host(g)(F)));
       };
-      double gb = 0;
-      run(sums, gb);
+      const double gb = run(sums).second;
       EXPECT_EQ(gb, 2.0 * static_cast<double>(tree(r_sums)))
           << md::host_isa_name(version) << " F " << F << std::hexfloat << ": " << gb << " against the tree's "
-          << 2.0 * static_cast<double>(tree(r_sums)) << " (a chain's " << 2.0 * static_cast<double>(chain(r_sums)) << ")";
-      const double loss = run(squares, gb);
+          << 2.0 * static_cast<double>(tree(r_sums)) << " (a chain's " << 2.0 * static_cast<double>(chain(r_sums))
+          << ")";
+      const double loss = run(squares).first;
       EXPECT_EQ(loss, static_cast<double>(tree(r_squares)))
           << md::host_isa_name(version) << " F " << F << std::hexfloat << ": " << loss << " against the tree's "
           << static_cast<double>(tree(r_squares)) << " (a chain's " << static_cast<double>(chain(r_squares)) << ")";
