@@ -565,11 +565,11 @@ void check_block_loss_tree() {
     for (long long F : {16LL, 100LL}) {
       const auto X = hashed_matrix<T>(8, F, 21);
       const View1<T> params("params", F + 1);  // w = 0, b = 0
-      const auto [w, b] = kpmap::split_params(params, F);
       // the loss and grad_b of the 8 rows with residuals r_i = 0 + (0 - y_i)
       const auto run = [&](const std::vector<double>& residuals) {
         std::vector<double> y;
         for (double v : residuals) y.push_back(-v);
+        const auto [w, b] = kpmap::split_params(params, F);
         const View1<Acc> g("g", F + 1);
         const auto [gw, gb] = kpmap::split_params(g, F);
         const double loss = model.fused(exec, X, kpmap::test::device_vector<T>(y), w, b, gw, gb);
