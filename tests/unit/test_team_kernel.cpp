@@ -471,6 +471,13 @@ std::vector<std::vector<double>> fused_path_results(long long n, long long F, bo
   return out;
 }
 
+// Puts back, when it goes out of scope, the host loops that ran when it was made (tests that
+// switch them with set_host_isa).
+struct RestoreHostIsa {
+  kpmap::model_detail::HostIsa isa = kpmap::model_detail::host_isa();
+  ~RestoreHostIsa() { kpmap::model_detail::set_host_isa(isa); }
+};
+
 template <class T, class Acc>
 void check_avx2_agrees_with_baseline() {
   namespace md = kpmap::model_detail;
@@ -478,10 +485,7 @@ void check_avx2_agrees_with_baseline() {
   if (isa != md::HostIsa::avx2) {
     GTEST_SKIP() << "the fused kernel runs its " << md::host_isa_name(isa) << " loops here: no AVX2 version";
   }
-  struct Restore {
-    md::HostIsa isa;
-    ~Restore() { md::set_host_isa(isa); }
-  } restore{isa};
+  RestoreHostIsa restore;
   const double tolerance = std::is_same_v<Acc, float> ? 1e-3 : 1e-11;
   for (bool integral : {true, false}) {
     for (long long F : {1LL, 7LL, 16LL, 33LL, 64LL, 100LL, 1029LL, 4096LL}) {
@@ -553,11 +557,7 @@ void check_block_loss_tree() {
   ASSERT_NE(tree(r_sums), chain(r_sums));
   ASSERT_NE(tree(r_squares), chain(r_squares));
 
-  const md::HostIsa isa = md::host_isa();
-  struct Restore {
-    md::HostIsa isa;
-    ~Restore() { md::set_host_isa(isa); }
-  } restore{isa};
+  RestoreHostIsa restore;
   kpmap::execution_space exec;
   kpmap::LinearModel<T, Acc> model(GradientKernel::fused);
   for (md::HostIsa version : {md::HostIsa::baseline, md::HostIsa::avx2, md::HostIsa::build_target}) {
