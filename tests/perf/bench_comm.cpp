@@ -6,13 +6,14 @@
 //   2. step time with comm.overlap on against off (same buckets), on a problem whose
 //      communication is a large part of the step (a small local batch);
 //   3. the gradient's reduction alone, as the trainer makes it (StepComm: the cast to the wire,
-//      the collective, the unscaling back; for reduce_scatter also the all_gather of the updated
-//      fp32 parameters), the ranks aligned by a barrier before each step's reduction: timing.comm
+//      the collective, the unscaling back, the finite check of the reduced wire; for
+//      reduce_scatter also the all_gather of the updated fp32 parameters), the ranks aligned by a barrier before each step's reduction: timing.comm
 //      in (1) also holds the time a rank waits for the other to finish its gradient, which on two
 //      ranks sharing two cores with the host's other work can exceed the reduction itself.
 //   4. the parts of (3)'s allreduce for each wire, timed one by one: for fp32 the psum of the sums
 //      in place and the division by the row count; for bf16 the cast to the wire, the 16-bit psum
-//      and the unscaling (the calls StepComm makes for one bucket).
+//      and the unscaling; for both the finite check of the reduced wire (the calls StepComm makes
+//      for one bucket).
 // The variants run interleaved, --repetitions times each, so a drift of the host hits them alike;
 // each figure is the median over repetitions of the maximum over ranks (in (3), of the median
 // over --steps reductions).
@@ -139,6 +140,7 @@ double wire_seconds(const kpmap::Mesh& mesh, const Variant& v, long long n, long
     const double start = MPI_Wtime();
     for (long long k = 0; k < comm.buckets(); ++k) comm.start(exec, stats, k, rows * mesh.size(), 1.0);
     comm.finish(exec, grad);
+    comm.check_finite(exec, false, false);  // as the trainer's step without dynamic loss scaling
     if (comm.sharded()) comm.gather_params(exec, shard, gathered);
     exec.fence();
     const double seconds = max_over_ranks(MPI_Wtime() - start);
@@ -178,9 +180,10 @@ void parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
   layout.n = n;
   layout.shard = layout.bucket = n + 2;
   const double share = 1.0 / static_cast<double>(rows);
-  enum { cast, bf16_sum, unscale, fp32_sum, divide, parts };
+  enum { cast, bf16_sum, unscale, bf16_check, fp32_sum, divide, fp32_check, parts };
   std::vector<double> t[parts];
   double mark = 0;
+  int bad = 0;  // reductions whose finite check failed (none should: every sum is finite)
   const auto lap = [&](int part, bool keep) {
     exec.fence();
     const double now = MPI_Wtime(), seconds = max_over_ranks(now - mark);
@@ -200,6 +203,8 @@ void parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
       exec.fence();
       sd::scale_into(exec, wire, 1.0 / static_cast<double>(wire_count), grad);
       lap(unscale, step > 0);
+      bad += sd::any_nonfinite(exec, wire);
+      lap(bf16_check, step > 0);
       fill_aligned(exec, stats, n, o.rows);
       mark = MPI_Wtime();
       kpmap::psum(exec, data, stats, stats);
@@ -209,18 +214,22 @@ void parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
       exec.fence();
       sd::divide_into(exec, stats, count, grad);
       lap(divide, step > 0);
+      bad += sd::any_nonfinite(exec, stats);
+      lap(fp32_check, step > 0);
     }
   }
   if (!root) return;
   double m[parts];
   for (int k = 0; k < parts; ++k) m[k] = median(t[k]);
-  const double fp32 = m[fp32_sum] + m[divide], bf16 = m[cast] + m[bf16_sum] + m[unscale];
-  std::printf("\nthe allreduce's parts, each timed alone (ms)\n%-8s %10s %12s %10s %10s %10s\n", "wire", "cast",
-              "collective", "back", "sum", "vs fp32");
-  std::printf("%-8s %10s %12.3f %10.3f %10.3f %10.3f\n", "fp32", "-", 1e3 * m[fp32_sum], 1e3 * m[divide], 1e3 * fp32,
-              1.0);
-  std::printf("%-8s %10.3f %12.3f %10.3f %10.3f %10.3f\n", "bf16", 1e3 * m[cast], 1e3 * m[bf16_sum],
-              1e3 * m[unscale], 1e3 * bf16, bf16 / fp32);
+  const double fp32 = m[fp32_sum] + m[divide] + m[fp32_check];
+  const double bf16 = m[cast] + m[bf16_sum] + m[unscale] + m[bf16_check];
+  std::printf("\nthe allreduce's parts, each timed alone (ms)\n%-8s %10s %12s %10s %10s %10s %10s\n", "wire", "cast",
+              "collective", "back", "check", "sum", "vs fp32");
+  std::printf("%-8s %10s %12.3f %10.3f %10.3f %10.3f %10.3f\n", "fp32", "-", 1e3 * m[fp32_sum], 1e3 * m[divide],
+              1e3 * m[fp32_check], 1e3 * fp32, 1.0);
+  std::printf("%-8s %10.3f %12.3f %10.3f %10.3f %10.3f %10.3f\n", "bf16", 1e3 * m[cast], 1e3 * m[bf16_sum],
+              1e3 * m[unscale], 1e3 * m[bf16_check], 1e3 * bf16, bf16 / fp32);
+  if (bad > 0) std::printf("FAILED: %d finite checks saw an Inf or NaN in finite sums\n", bad);
   std::printf("bf16 collective / fp32 collective: %.3f\n", m[bf16_sum] / m[fp32_sum]);
 }
 

@@ -20,15 +20,26 @@ namespace kpmap {
 
 namespace detail {
 
-// Bit casts between float and its 32 bits. memcpy is the well-defined C++ way on the host (the
-// compiler turns it into a register move); device passes use the backend's intrinsic, because
-// memcpy in device code is not guaranteed everywhere and a union would be undefined behaviour.
+// Bit casts between float (double) and its 32 (64) bits. memcpy is the well-defined C++ way on
+// the host (the compiler turns it into a register move); device passes use the backend's
+// intrinsic, because memcpy in device code is not guaranteed everywhere and a union would be
+// undefined behaviour.
 KOKKOS_INLINE_FUNCTION std::uint32_t float_to_bits(float f) noexcept {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
   return __float_as_uint(f);
 #else
   std::uint32_t u;
   std::memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+
+KOKKOS_INLINE_FUNCTION std::uint64_t double_to_bits(double d) noexcept {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return static_cast<std::uint64_t>(__double_as_longlong(d));
+#else
+  std::uint64_t u;
+  std::memcpy(&u, &d, sizeof u);
   return u;
 #endif
 }

@@ -1,0 +1,98 @@
+// StepComm's finite check (step_comm_detail::any_nonfinite), which decides whether a step is
+// skipped or stops the run: for bf16 and fp16 against every one of the 65536 bit patterns,
+// decoded independently (an all-ones exponent field is Inf or NaN); for float and double at the
+// edges of each class; and one bad element at every place of a View that spans several of the
+// host's runs of 4096 elements, the rest finite.
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kpmap/core/half.hpp"
+#include "kpmap/core/types.hpp"
+#include "kpmap/train/step_comm.hpp"
+
+namespace {
+
+using kpmap::bf16;
+using kpmap::fp16;
+using kpmap::View1;
+using kpmap::step_comm_detail::any_nonfinite;
+
+// Every 16-bit pattern, one View of one element each (subviews of one View of all 65536).
+template <class H>
+void check_every_pattern(int exponent_bits_shift) {
+  const kpmap::execution_space exec;
+  View1<H> all("patterns", 65536);
+  auto host = Kokkos::create_mirror_view(all);
+  for (std::uint32_t b = 0; b < 65536; ++b) host(b) = H::from_bits(static_cast<std::uint16_t>(b));
+  Kokkos::deep_copy(all, host);
+  const std::uint32_t exponent = 0x7fffu >> exponent_bits_shift << exponent_bits_shift;
+  int wrong = 0;
+  for (long long b = 0; b < 65536; ++b) {
+    const bool expected = (static_cast<std::uint32_t>(b) & exponent) == exponent;
+    if (any_nonfinite(exec, View1<H>(Kokkos::subview(all, Kokkos::make_pair(b, b + 1)))) != expected) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_FALSE(any_nonfinite(exec, View1<H>("empty", 0)));
+}
+
+TEST(StepCommFinite, EveryBf16Pattern) { check_every_pattern<bf16>(7); }
+TEST(StepCommFinite, EveryFp16Pattern) { check_every_pattern<fp16>(10); }
+
+template <class T>
+std::vector<T> finite_edges() {
+  using L = std::numeric_limits<T>;
+  return {T(0), -T(0), L::denorm_min(), -L::denorm_min(), L::min(), L::max(), L::lowest(), T(1), T(-3.5)};
+}
+
+template <class T>
+std::vector<T> nonfinite_values() {
+  using L = std::numeric_limits<T>;
+  return {L::infinity(), -L::infinity(), L::quiet_NaN(), -L::quiet_NaN(), L::signaling_NaN()};
+}
+
+template <class T>
+bool check_one(T value) {
+  View1<T> v("value", 1);
+  Kokkos::deep_copy(v, value);
+  return any_nonfinite(kpmap::execution_space(), v);
+}
+
+TEST(StepCommFinite, FloatAndDoubleEdges) {
+  for (float x : finite_edges<float>()) EXPECT_FALSE(check_one(x)) << x;
+  for (double x : finite_edges<double>()) EXPECT_FALSE(check_one(x)) << x;
+  for (float x : nonfinite_values<float>()) EXPECT_TRUE(check_one(x)) << x;
+  for (double x : nonfinite_values<double>()) EXPECT_TRUE(check_one(x)) << x;
+  // the largest finite value next to Inf in the bits: exponent one below all ones
+  EXPECT_FALSE(check_one(kpmap::detail::bits_to_float(0x7f7fffffu)));
+  EXPECT_TRUE(check_one(kpmap::detail::bits_to_float(0x7f800001u)));
+}
+
+// One Inf or NaN at each place of interest (both ends, both sides of every run boundary) in an
+// otherwise finite View of 3 runs and 5 elements, of each type; none at all gives false.
+template <class T>
+void check_places(T bad, T good) {
+  const long long n = 3 * 4096 + 5;
+  View1<T> v("v", n);
+  Kokkos::deep_copy(v, good);
+  const kpmap::execution_space exec;
+  EXPECT_FALSE(any_nonfinite(exec, v));
+  for (long long at : {0LL, 1LL, 4095LL, 4096LL, 8191LL, 8192LL, 12287LL, 12288LL, n - 1}) {
+    Kokkos::deep_copy(Kokkos::subview(v, at), bad);
+    EXPECT_TRUE(any_nonfinite(exec, v)) << at;
+    Kokkos::deep_copy(Kokkos::subview(v, at), good);
+  }
+  EXPECT_FALSE(any_nonfinite(exec, v));
+}
+
+TEST(StepCommFinite, EveryPlace) {
+  check_places(bf16::from_bits(0xff80), bf16::from_bits(0x7f7f));  // -Inf among the largest finite
+  check_places(fp16::from_bits(0x7e00), fp16::from_bits(0xfbff));  // NaN among the lowest finite
+  check_places(std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max());
+  check_places(std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::lowest());
+}
+
+}  // namespace
