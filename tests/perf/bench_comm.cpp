@@ -7,7 +7,8 @@
 //      communication is a large part of the step (a small local batch);
 //   3. the gradient's reduction alone, as the trainer makes it (StepComm: the cast to the wire,
 //      the collective, the unscaling back, the finite check of the reduced wire; for
-//      reduce_scatter also the all_gather of the updated fp32 parameters), the ranks aligned by a barrier before each step's reduction: timing.comm
+//      reduce_scatter also the all_gather of the updated fp32 parameters and the pmin of the
+//      finite flag), the ranks aligned by a barrier before each step's reduction: timing.comm
 //      in (1) also holds the time a rank waits for the other to finish its gradient, which on two
 //      ranks sharing two cores with the host's other work can exceed the reduction itself.
 //   4. the parts of (3)'s allreduce for each wire, timed one by one: for fp32 the psum of the sums
@@ -168,8 +169,9 @@ void wire_table(const std::vector<Variant>& variants, const Options& o, const kp
 
 // Table 4: the parts of one allreduce reduction of n + 2 fp32 sums (n = --features), each part
 // fenced and timed on its own, the ranks aligned by a barrier before each wire's sequence; each
-// figure is the median over --steps x --repetitions of the maximum over ranks.
-void parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
+// figure is the median over --steps x --repetitions of the maximum over ranks. False when a
+// finite check on any rank saw an Inf or NaN (every sum is finite).
+bool parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
   namespace sd = kpmap::step_comm_detail;
   const kpmap::execution_space exec;
   const long long n = o.features, rows = o.rows * mesh.size();
@@ -183,7 +185,7 @@ void parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
   enum { cast, bf16_sum, unscale, bf16_check, fp32_sum, divide, fp32_check, parts };
   std::vector<double> t[parts];
   double mark = 0;
-  int bad = 0;  // reductions whose finite check failed (none should: every sum is finite)
+  int bad = 0;  // this rank's finite checks that saw an Inf or NaN
   const auto lap = [&](int part, bool keep) {
     exec.fence();
     const double now = MPI_Wtime(), seconds = max_over_ranks(now - mark);
@@ -218,25 +220,28 @@ void parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
       lap(fp32_check, step > 0);
     }
   }
-  if (!root) return;
+  const bool failed = max_over_ranks(bad) > 0;
+  if (failed && root) std::printf("FAILED: a finite check saw an Inf or NaN in finite sums\n");
+  if (!root) return !failed;
   double m[parts];
   for (int k = 0; k < parts; ++k) m[k] = median(t[k]);
   const double fp32 = m[fp32_sum] + m[divide] + m[fp32_check];
   const double bf16 = m[cast] + m[bf16_sum] + m[unscale] + m[bf16_check];
-  std::printf("\nthe allreduce's parts, each timed alone (ms)\n%-8s %10s %12s %10s %10s %10s %10s\n", "wire", "cast",
-              "collective", "back", "check", "sum", "vs fp32");
-  std::printf("%-8s %10s %12.3f %10.3f %10.3f %10.3f %10.3f\n", "fp32", "-", 1e3 * m[fp32_sum], 1e3 * m[divide],
-              1e3 * m[fp32_check], 1e3 * fp32, 1.0);
+  std::printf("\nthe allreduce's parts, each timed alone (ms)\n%-8s %10s %12s %10s %10s %10s %10s\n",
+              "wire", "cast", "collective", "back", "check", "sum", "vs fp32");
+  std::printf("%-8s %10s %12.3f %10.3f %10.3f %10.3f %10.3f\n", "fp32", "-", 1e3 * m[fp32_sum],
+              1e3 * m[divide], 1e3 * m[fp32_check], 1e3 * fp32, 1.0);
   std::printf("%-8s %10.3f %12.3f %10.3f %10.3f %10.3f %10.3f\n", "bf16", 1e3 * m[cast], 1e3 * m[bf16_sum],
               1e3 * m[unscale], 1e3 * m[bf16_check], 1e3 * bf16, bf16 / fp32);
-  if (bad > 0) std::printf("FAILED: %d finite checks saw an Inf or NaN in finite sums\n", bad);
   std::printf("bf16 collective / fp32 collective: %.3f\n", m[bf16_sum] / m[fp32_sum]);
+  return !failed;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   kpmap::MpiEnvironment mpi(argc, argv);  // MPI_Init_thread(FUNNELED), checked
+  bool ok = true;
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
     const Options o = parse(argc, argv);
@@ -275,7 +280,7 @@ int main(int argc, char** argv) {
                 {"reduce_scatter fp32", CommStrategy::reduce_scatter, Dtype::fp32, 0, false},
                 {"reduce_scatter bf16", CommStrategy::reduce_scatter, Dtype::bf16, 0, false}},
                o, mesh, rank == 0);
-    parts_table(o, mesh, rank == 0);
+    ok = parts_table(o, mesh, rank == 0);
   }
-  return 0;
+  return ok ? 0 : 1;
 }

@@ -208,7 +208,7 @@ void scale_into(const execution_space& exec, const View1<C>& wire, double factor
 
 // x's exponent field plus one in its lowest bit: the top bit of the result is set exactly when
 // every exponent bit is (x is an Inf or a NaN). An OR of many of them is a sign test at the end,
-// which the compiler vectorises in x's own width (two integer operations per vector).
+// which the compiler vectorises in x's own width (an and, an add and an or per vector).
 KOKKOS_INLINE_FUNCTION std::uint16_t exponent_carry(bf16 x) {
   return static_cast<std::uint16_t>((x.bits() & 0x7f80u) + 0x0080u);
 }
@@ -231,16 +231,16 @@ bool any_nonfinite(const execution_space& exec, const View1<C>& v) {
   constexpr long long run = std::is_same_v<execution_space::memory_space, Kokkos::HostSpace> ? 4096 : 1;
   const long long n = static_cast<long long>(v.extent(0));
   const C* data = v.data();
-  int bad = 0;
+  long long bad = 0;  // runs (elements on a device) that hold one
   Kokkos::parallel_reduce(
       "kpmap::train::any_nonfinite",
       Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, (n + run - 1) / run),
-      KOKKOS_LAMBDA(long long c, int& sum) {
+      KOKKOS_LAMBDA(long long c, long long& sum) {
         const long long end = n < (c + 1) * run ? n : (c + 1) * run;
         using U = decltype(exponent_carry(C()));
         U any = 0;
         for (long long i = c * run; i < end; ++i) any |= exponent_carry(data[i]);
-        sum += static_cast<int>(any >> (8 * sizeof(U) - 1));
+        sum += static_cast<long long>(any >> (8 * sizeof(U) - 1));
       },
       bad);
   return bad > 0;
