@@ -2,7 +2,7 @@
 // skipped or stops the run: for bf16 and fp16 against every one of the 65536 bit patterns,
 // decoded independently (an all-ones exponent field is Inf or NaN); for float and double at the
 // edges of each class; and one bad element at every place of a View that spans several of the
-// host's runs of 4096 elements, the rest finite.
+// host's runs of host_run elements, the rest finite.
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
@@ -74,15 +74,15 @@ TEST(StepCommFinite, FloatAndDoubleEdges) {
 }
 
 // One Inf or NaN at each place of interest (both ends, both sides of every run boundary) in an
-// otherwise finite View of 3 runs and 5 elements, of each type; none at all gives false.
+// otherwise finite View of 3 host runs and 5 elements, of each type; none at all gives false.
 template <class T>
 void check_places(T bad, T good) {
-  const long long n = 3 * 4096 + 5;
+  const long long r = kpmap::step_comm_detail::host_run, n = 3 * r + 5;
   View1<T> v("v", n);
   Kokkos::deep_copy(v, good);
   const kpmap::execution_space exec;
   EXPECT_FALSE(any_nonfinite(exec, v));
-  for (long long at : {0LL, 1LL, 4095LL, 4096LL, 8191LL, 8192LL, 12287LL, 12288LL, n - 1}) {
+  for (long long at : {0LL, 1LL, r - 1, r, 2 * r - 1, 2 * r, 3 * r - 1, 3 * r, n - 1}) {
     Kokkos::deep_copy(Kokkos::subview(v, at), bad);
     EXPECT_TRUE(any_nonfinite(exec, v)) << at;
     Kokkos::deep_copy(Kokkos::subview(v, at), good);

@@ -123,12 +123,15 @@ KOKKOS_INLINE_FUNCTION C scaled_to(Acc value, double factor) {
   }
 }
 
+// Whether the execution space runs on the host, and the elements that one index of a host loop
+// covers where a vectorised inner loop (the compiler's or detail's SIMD routines) does the work.
+inline constexpr bool runs_on_host = std::is_same_v<execution_space::memory_space, Kokkos::HostSpace>;
+inline constexpr long long host_run = 4096;
+
 // Whether to_wire's gradient run takes the host's SIMD cast (detail::scaled_to_bf16): fp32 sums,
 // a bf16 wire, and an execution space that runs on the host.
 template <class Acc, class C>
-inline constexpr bool host_bf16_cast =
-    std::is_same_v<Acc, float> && std::is_same_v<C, bf16> &&
-    std::is_same_v<execution_space::memory_space, Kokkos::HostSpace>;
+inline constexpr bool host_bf16_cast = std::is_same_v<Acc, float> && std::is_same_v<C, bf16> && runs_on_host;
 
 // wire(p) = C(stats(slot(p)) * factor) for the positions of bucket k: grad_factor for the
 // gradient slots, then the loss slot's and the count slot's factors; 0 for padding.
@@ -152,11 +155,11 @@ void to_wire(const execution_space& exec, const WireLayout& layout, const View1<
     if (run > 0) {
       const long long offset = base + first - begin;  // stats index - wire position
       if constexpr (host_bf16_cast<Acc, C>) {
-        // chunks of 4096 slots, each cast by the host's SIMD loop (bitwise scaled_to)
+        // chunks of host_run slots, each cast by the host's SIMD loop (bitwise scaled_to)
         const float* from = stats.data() + begin + offset;
         bf16* to = wire.data() + begin;
         const float factor = static_cast<float>(grad_factor);
-        const long long chunk = 4096;
+        const long long chunk = host_run;
         Kokkos::parallel_for("kpmap::train::to_wire", Range(exec, 0, (run + chunk - 1) / chunk),
                              [=](long long c) {
                                detail::scaled_to_bf16(from + c * chunk, factor, to + c * chunk,
@@ -222,13 +225,13 @@ KOKKOS_INLINE_FUNCTION std::uint64_t exponent_carry(double x) {
   return (detail::double_to_bits(x) & 0x7ff0000000000000u) + 0x0010000000000000u;
 }
 
-// Whether v holds an Inf or a NaN. On the host each index of the reduction is a run of 4096
+// Whether v holds an Inf or a NaN. On the host each index of the reduction is a run of host_run
 // elements, an OR of their exponent_carry that the compiler vectorises in the element's own
 // width (a test through float or double converts every element first); on a device each index
 // is one element.
 template <class C>
 bool any_nonfinite(const execution_space& exec, const View1<C>& v) {
-  constexpr long long run = std::is_same_v<execution_space::memory_space, Kokkos::HostSpace> ? 4096 : 1;
+  constexpr long long run = runs_on_host ? host_run : 1;
   const long long n = static_cast<long long>(v.extent(0));
   const C* data = v.data();
   long long bad = 0;  // runs (elements on a device) that hold one
