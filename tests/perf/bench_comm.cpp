@@ -6,15 +6,15 @@
 //   2. step time with comm.overlap on against off (same buckets), on a problem whose
 //      communication is a large part of the step (a small local batch);
 //   3. the gradient's reduction alone, as the trainer makes it (StepComm: the cast to the wire,
-//      the collective, the unscaling back, the finite check of the reduced wire; for
-//      reduce_scatter also the all_gather of the updated fp32 parameters and the pmin of the
-//      finite flag), the ranks aligned by a barrier before each step's reduction: timing.comm
+//      the collective, the finite check of the reduced wire; for reduce_scatter also the
+//      all_gather of the updated fp32 parameters and the pmin of the finite flag; the optimizer
+//      unscales the reduced wire as it reads it), the ranks aligned by a barrier before each
+//      step's reduction: timing.comm
 //      in (1) also holds the time a rank waits for the other to finish its gradient, which on two
 //      ranks sharing two cores with the host's other work can exceed the reduction itself.
 //   4. the parts of (3)'s allreduce for each wire, timed one by one: for fp32 the psum of the sums
-//      in place and the division by the row count; for bf16 the cast to the wire, the 16-bit psum
-//      and the unscaling; for both the finite check of the reduced wire (the calls StepComm makes
-//      for one bucket).
+//      in place; for bf16 the cast to the wire and the 16-bit psum; for both the finite check of
+//      the reduced wire (the calls StepComm makes for one bucket).
 // The variants run interleaved, --repetitions times each, so a drift of the host hits them alike;
 // each figure is the median over repetitions of the maximum over ranks (in (3), of the median
 // over --steps reductions).
@@ -133,14 +133,14 @@ void fill_aligned(const kpmap::execution_space& exec, const kpmap::View1<float>&
 double wire_seconds(const kpmap::Mesh& mesh, const Variant& v, long long n, long long rows, long long steps) {
   const kpmap::execution_space exec;
   kpmap::StepComm<float> comm(mesh, v.wire, false, {v.strategy, v.bucket_bytes, v.overlap}, n);
-  kpmap::View1<float> stats("bench::stats", n + 2), grad("bench::grad", comm.shard_size());
+  kpmap::View1<float> stats("bench::stats", n + 2);
   kpmap::View1<float> shard("bench::shard", comm.shard_size()), gathered("bench::gathered", comm.gathered_size());
   std::vector<double> times;
   for (long long step = 0; step <= steps; ++step) {
     fill_aligned(exec, stats, n, rows);
     const double start = MPI_Wtime();
     for (long long k = 0; k < comm.buckets(); ++k) comm.start(exec, stats, k, rows * mesh.size(), 1.0);
-    comm.finish(exec, grad);
+    comm.finish(exec);
     comm.check_finite(exec, false, false);  // as the trainer's step without dynamic loss scaling
     if (comm.sharded()) comm.gather_params(exec, shard, gathered);
     exec.fence();
@@ -176,13 +176,13 @@ bool parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
   const kpmap::execution_space exec;
   const long long n = o.features, rows = o.rows * mesh.size();
   const kpmap::Axis data = mesh.axis(kpmap::AxisNames("data"));
-  kpmap::View1<float> stats("bench::stats", n + 2), grad("bench::grad", n);
+  kpmap::View1<float> stats("bench::stats", n + 2);
   kpmap::View1<kpmap::bf16> wire("bench::wire", n + 2);
   sd::WireLayout layout;  // allreduce, one bucket: the wire is the n + 2 slots in order
   layout.n = n;
   layout.shard = layout.bucket = n + 2;
   const double share = 1.0 / static_cast<double>(rows);
-  enum { cast, bf16_sum, unscale, bf16_check, fp32_sum, divide, fp32_check, parts };
+  enum { cast, bf16_sum, bf16_check, fp32_sum, fp32_check, parts };
   std::vector<double> t[parts];
   double mark = 0;
   int bad = 0;  // this rank's finite checks that saw an Inf or NaN
@@ -200,22 +200,12 @@ bool parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
       lap(cast, step > 0);
       kpmap::psum(exec, data, wire, wire);
       lap(bf16_sum, step > 0);
-      kpmap::bf16 wire_count;  // the reduced row-count slot, read back as StepComm::finish does
-      Kokkos::deep_copy(exec, wire_count, Kokkos::subview(wire, n + 1));
-      exec.fence();
-      sd::scale_into(exec, wire, 1.0 / static_cast<double>(wire_count), grad);
-      lap(unscale, step > 0);
       bad += sd::any_nonfinite(exec, wire);
       lap(bf16_check, step > 0);
       fill_aligned(exec, stats, n, o.rows);
       mark = MPI_Wtime();
       kpmap::psum(exec, data, stats, stats);
       lap(fp32_sum, step > 0);
-      float count = 0;
-      Kokkos::deep_copy(exec, count, Kokkos::subview(stats, n + 1));
-      exec.fence();
-      sd::divide_into(exec, stats, count, grad);
-      lap(divide, step > 0);
       bad += sd::any_nonfinite(exec, stats);
       lap(fp32_check, step > 0);
     }
@@ -225,14 +215,14 @@ bool parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
   if (!root) return !failed;
   double m[parts];
   for (int k = 0; k < parts; ++k) m[k] = median(t[k]);
-  const double fp32 = m[fp32_sum] + m[divide] + m[fp32_check];
-  const double bf16 = m[cast] + m[bf16_sum] + m[unscale] + m[bf16_check];
-  std::printf("\nthe allreduce's parts, each timed alone (ms)\n%-8s %10s %12s %10s %10s %10s %10s\n",
-              "wire", "cast", "collective", "back", "check", "sum", "vs fp32");
-  std::printf("%-8s %10s %12.3f %10.3f %10.3f %10.3f %10.3f\n", "fp32", "-", 1e3 * m[fp32_sum],
-              1e3 * m[divide], 1e3 * m[fp32_check], 1e3 * fp32, 1.0);
-  std::printf("%-8s %10.3f %12.3f %10.3f %10.3f %10.3f %10.3f\n", "bf16", 1e3 * m[cast], 1e3 * m[bf16_sum],
-              1e3 * m[unscale], 1e3 * m[bf16_check], 1e3 * bf16, bf16 / fp32);
+  const double fp32 = m[fp32_sum] + m[fp32_check];
+  const double bf16 = m[cast] + m[bf16_sum] + m[bf16_check];
+  std::printf("\nthe allreduce's parts, each timed alone (ms)\n%-8s %10s %12s %10s %10s %10s\n", "wire", "cast",
+              "collective", "check", "sum", "vs fp32");
+  std::printf("%-8s %10s %12.3f %10.3f %10.3f %10.3f\n", "fp32", "-", 1e3 * m[fp32_sum], 1e3 * m[fp32_check],
+              1e3 * fp32, 1.0);
+  std::printf("%-8s %10.3f %12.3f %10.3f %10.3f %10.3f\n", "bf16", 1e3 * m[cast], 1e3 * m[bf16_sum],
+              1e3 * m[bf16_check], 1e3 * bf16, bf16 / fp32);
   std::printf("bf16 collective / fp32 collective: %.3f\n", m[bf16_sum] / m[fp32_sum]);
   return !failed;
 }

@@ -2,12 +2,15 @@
 // skipped or stops the run: for bf16 and fp16 against every one of the 65536 bit patterns,
 // decoded independently (an all-ones exponent field is Inf or NaN); for float and double at the
 // edges of each class; and one bad element at every place of a View that spans several of the
-// host's runs of host_run elements, the rest finite.
+// host's runs of host_run elements, the rest finite. Then the mean gradient as the optimizer
+// reads it from the reduced wire (DividedWire, ScaledWire), against values computed here in the
+// arithmetic each one promises.
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kpmap/core/half.hpp"
@@ -95,6 +98,65 @@ TEST(StepCommFinite, EveryPlace) {
   check_places(fp16::from_bits(0x7e00), fp16::from_bits(0xfbff));  // NaN among the lowest finite
   check_places(std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max());
   check_places(std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::lowest());
+}
+
+// ---- The mean gradient read from the reduced wire ----
+
+template <class T>
+View1<T> wire_of(const std::vector<double>& values) {
+  View1<T> v("wire", values.size());
+  auto h = Kokkos::create_mirror_view(v);
+  for (std::size_t i = 0; i < values.size(); ++i) h(i) = static_cast<T>(values[i]);
+  Kokkos::deep_copy(v, h);
+  return v;
+}
+
+// What g(i) gives inside a kernel, for i < g.size().
+template <class M, class G>
+std::vector<M> read(const G& g) {
+  View1<M> out("out", g.size());
+  Kokkos::parallel_for(
+      "read", Kokkos::RangePolicy<kpmap::execution_space, Kokkos::IndexType<long long>>(0, g.size()),
+      KOKKOS_LAMBDA(long long i) { out(i) = g(i); });
+  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  return std::vector<M>(h.data(), h.data() + h.extent(0));
+}
+
+// The uncast wire is divided in its own type (the accumulation type), as the sums were made, then
+// converted to M: 1 / 3 in float, widened, is not 1 / 3 in double. The trailing slots (the loss
+// and the count) are not read.
+TEST(StepCommMeanGradient, DividedWireDividesInTheWireType) {
+  using kpmap::step_comm_detail::DividedWire;
+  const auto f = wire_of<float>({1, -6, 0.75, 99, 3});
+  EXPECT_EQ(read<double>(DividedWire<float, double>{f, 3.0f, 3}),
+            (std::vector<double>{static_cast<double>(1.0f / 3.0f), -2.0, static_cast<double>(0.75f / 3.0f)}));
+  EXPECT_EQ(read<float>(DividedWire<float, float>{f, 3.0f, 2}), (std::vector<float>{1.0f / 3.0f, -2.0f}));
+  const auto d = wire_of<double>({1, 10, 5});
+  EXPECT_EQ(read<double>(DividedWire<double, double>{d, 4.0, 2}), (std::vector<double>{0.25, 2.5}));
+}
+
+// The cast wire is multiplied by 1 / (count * scale): exactly for 16-bit values and power-of-two
+// factors; in float when M is float and the wire no wider, else in double.
+TEST(StepCommMeanGradient, ScaledWireMultipliesInTheProductType) {
+  using kpmap::step_comm_detail::ScaledWire;
+  static_assert(std::is_same_v<ScaledWire<bf16, float>::P, float>);
+  static_assert(std::is_same_v<ScaledWire<fp16, float>::P, float>);
+  static_assert(std::is_same_v<ScaledWire<float, float>::P, float>);
+  static_assert(std::is_same_v<ScaledWire<double, float>::P, double>);
+  static_assert(std::is_same_v<ScaledWire<bf16, double>::P, double>);
+  const std::vector<double> values = {256, -3, 0.5, 1.5, 7};  // exact in bf16 and fp16
+  const std::vector<float> quarter = {64, -0.75f, 0.125f, 0.375f};
+  EXPECT_EQ(read<float>(ScaledWire<bf16, float>{wire_of<bf16>(values), 0.25f, 4}), quarter);
+  EXPECT_EQ(read<float>(ScaledWire<fp16, float>{wire_of<fp16>(values), 0.25f, 4}), quarter);
+  EXPECT_EQ(read<double>(ScaledWire<bf16, double>{wire_of<bf16>(values), 0.25, 2}), (std::vector<double>{64, -0.75}));
+  // A double wire read into float: the product in double, rounded once to float.
+  const double w = 1.0 + 0x1p-40, third = 1.0 / 3.0;
+  EXPECT_EQ(read<float>(ScaledWire<double, float>{wire_of<double>({w}), third, 1}),
+            (std::vector<float>{static_cast<float>(w * third)}));
+  // float * float rounds once in float: (1 + 2^-23) * (1 + 2^-23) = 1 + 2^-22 + 2^-46 -> 1 + 2^-22
+  const float e = 1.0f + 0x1p-23f;
+  EXPECT_EQ(read<float>(ScaledWire<float, float>{wire_of<float>({e}), e, 1}),
+            (std::vector<float>{1.0f + 0x1p-22f}));
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 // divided by the global row count after the pmean), once per step:
 //   auto opt = make_optimizer<T>(spec, params.extent(0));
 //   opt->apply(exec, step, params, grads);   // step = 0, 1, 2, ...: Adam's t is step + 1
-// state() exposes the state Views (ZeRO sharding will shard them) and state_bytes() their size.
+// state() exposes the state Views (one shard of them under ZeRO) and state_bytes() their size.
 //
 //   sgd:       w -= lr g
 //   momentum:  v = mu v + g;  w -= lr v                                    (v starts at 0)
@@ -41,83 +41,110 @@ void validate(const OptimizerSpec& spec);
 // datasets): sgd {}, momentum {velocity}, adam {m, v}.
 std::vector<std::string> optimizer_state_names(const std::string& name);
 
-// T: parameter (master) and state type; G: gradient type.
-template <class T, class G = T>
+namespace optim_detail {
+
+using policy = Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>;
+
+// 1 - beta and the bias corrections c = 1 / (1 - beta^t) come from the host in double: in
+// float, 1 - 0.999f is off by 1.3e-5 relative (cancellation), which would bias every step.
+template <class T>
+struct AdamScalars {
+  T lr, b1, one_minus_b1, b2, one_minus_b2, eps, c1, c2;
+};
+
+template <class T>
+KOKKOS_INLINE_FUNCTION T square_root(T x) {
+#if KOKKOS_VERSION >= 30700
+  return Kokkos::sqrt(x);
+#else
+  return Kokkos::Experimental::sqrt(x);
+#endif
+}
+
+// The kernels are free functions: CUDA forbids device lambdas in private member functions.
+template <class T, class Grad>
+void sgd(const execution_space& exec, long long n, T lr, const View1<T>& w, const Grad& g) {
+  Kokkos::parallel_for(
+      "kpmap::optim::sgd", policy(exec, 0, n), KOKKOS_LAMBDA(long long i) { w(i) -= lr * static_cast<T>(g(i)); });
+}
+
+template <class T, class Grad>
+void momentum(const execution_space& exec, long long n, T lr, T mu, const View1<T>& v, const View1<T>& w,
+              const Grad& g) {
+  Kokkos::parallel_for(
+      "kpmap::optim::momentum", policy(exec, 0, n), KOKKOS_LAMBDA(long long i) {
+        v(i) = mu * v(i) + static_cast<T>(g(i));
+        w(i) -= lr * v(i);
+      });
+}
+
+template <class T, class Grad>
+void adam(const execution_space& exec, long long n, AdamScalars<T> a, const View1<T>& m, const View1<T>& v,
+          const View1<T>& w, const Grad& g) {
+  Kokkos::parallel_for(
+      "kpmap::optim::adam", policy(exec, 0, n), KOKKOS_LAMBDA(long long i) {
+        const T gi = static_cast<T>(g(i));
+        m(i) = a.b1 * m(i) + a.one_minus_b1 * gi;
+        v(i) = a.b2 * v(i) + a.one_minus_b2 * gi * gi;
+        w(i) -= a.lr * (m(i) * a.c1) / (square_root(v(i) * a.c2) + a.eps);
+      });
+}
+
+}  // namespace optim_detail
+
+// T: parameter (master) and state type.
+template <class T>
 class Optimizer {
  public:
-  Optimizer(const OptimizerSpec& spec, long long size) : spec_(spec), size_(size) {}
-  virtual ~Optimizer() = default;
+  Optimizer(const OptimizerSpec& spec, long long size);
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // One update of `params` from `grads` (both of extent size()); step_number counts updates from
-  // 0. Runs one kernel on `exec` without fencing. Throws ShapeError on an extent mismatch.
-  void apply(const execution_space& exec, long long step_number, const View1<T>& params,
-             const View1<const G>& grads);
+  // One update of `params` from the mean gradient `grads` (both of extent size()); step_number
+  // counts updates from 0. grads is a View, or any copyable type with size() and a
+  // KOKKOS_INLINE_FUNCTION operator()(long long i) that the kernel calls once per element and
+  // converts to T: e.g. a reduced gradient that is unscaled as it is read
+  // (train/step_comm.hpp), with no pass of its own over the gradient. Runs one kernel on `exec`
+  // without fencing. Throws ShapeError on an extent mismatch.
+  template <class Grad>
+  void apply(const execution_space& exec, long long step_number, const View1<T>& params, const Grad& grads) {
+    check(params.extent(0), grads.size(), step_number);
+    const OptimizerSpec& s = spec_;
+    if (s.name == "sgd") {
+      optim_detail::sgd(exec, size_, static_cast<T>(s.lr), params, grads);
+    } else if (s.name == "momentum") {
+      optim_detail::momentum(exec, size_, static_cast<T>(s.lr), static_cast<T>(s.momentum), state_[0], params,
+                             grads);
+    } else {
+      optim_detail::adam(exec, size_, adam_scalars(step_number), state_[0], state_[1], params, grads);
+    }
+  }
 
   // The state Views, in a fixed order per optimizer: sgd {}, momentum {v}, adam {m, v}.
-  virtual std::vector<View1<T>> state() const = 0;
+  const std::vector<View1<T>>& state() const { return state_; }
   std::size_t state_bytes() const;
   const OptimizerSpec& spec() const { return spec_; }
   long long size() const { return size_; }
 
- protected:
-  virtual void update(const execution_space& exec, long long step_number, const View1<T>& params,
-                      const View1<const G>& grads) = 0;
+ private:
+  void check(std::size_t params, std::size_t grads, long long step_number) const;
+  optim_detail::AdamScalars<T> adam_scalars(long long step_number) const;
 
   OptimizerSpec spec_;
   long long size_;
-};
-
-template <class T, class G = T>
-class Sgd final : public Optimizer<T, G> {
- public:
-  Sgd(const OptimizerSpec& spec, long long size) : Optimizer<T, G>(spec, size) {}
-  std::vector<View1<T>> state() const override { return {}; }
-
- private:
-  void update(const execution_space& exec, long long step_number, const View1<T>& params,
-              const View1<const G>& grads) override;
-};
-
-template <class T, class G = T>
-class Momentum final : public Optimizer<T, G> {
- public:
-  Momentum(const OptimizerSpec& spec, long long size);
-  std::vector<View1<T>> state() const override { return {velocity_}; }
-
- private:
-  void update(const execution_space& exec, long long step_number, const View1<T>& params,
-              const View1<const G>& grads) override;
-  View1<T> velocity_;
-};
-
-template <class T, class G = T>
-class Adam final : public Optimizer<T, G> {
- public:
-  Adam(const OptimizerSpec& spec, long long size);
-  std::vector<View1<T>> state() const override { return {m_, v_}; }
-
- private:
-  void update(const execution_space& exec, long long step_number, const View1<T>& params,
-              const View1<const G>& grads) override;
-  View1<T> m_, v_;
+  std::vector<View1<T>> state_;
 };
 
 // Validates spec and builds the named optimizer for `size` parameters, state zeroed.
-template <class T, class G = T>
-std::unique_ptr<Optimizer<T, G>> make_optimizer(const OptimizerSpec& spec, long long size);
+template <class T>
+std::unique_ptr<Optimizer<T>> make_optimizer(const OptimizerSpec& spec, long long size);
 
-// Instantiated in optimizer.cpp for these (T, G) pairs.
-#define KPMAP_OPTIM_EXTERN(T, G)                   \
-  extern template class Optimizer<T, G>;           \
-  extern template class Sgd<T, G>;                 \
-  extern template class Momentum<T, G>;            \
-  extern template class Adam<T, G>;                \
-  extern template std::unique_ptr<Optimizer<T, G>> \
-  make_optimizer<T, G>(const OptimizerSpec&, long long);
-KPMAP_OPTIM_EXTERN(double, double)
-KPMAP_OPTIM_EXTERN(float, float)
+// Instantiated in optimizer.cpp for these types.
+#define KPMAP_OPTIM_EXTERN(T)        \
+  extern template class Optimizer<T>; \
+  extern template std::unique_ptr<Optimizer<T>> make_optimizer<T>(const OptimizerSpec&, long long);
+KPMAP_OPTIM_EXTERN(double)
+KPMAP_OPTIM_EXTERN(float)
 #undef KPMAP_OPTIM_EXTERN
 
 }  // namespace kpmap

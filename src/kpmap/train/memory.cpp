@@ -44,10 +44,11 @@ MemoryEstimate estimate(const TrainSpec& spec, const Mesh& mesh) {
   if (comm.sharded() || !same_type) e.parameters += static_cast<std::size_t>(comm.gathered_size()) * s;
   if (comm.sharded() && !same_type) e.parameters += static_cast<std::size_t>(shard) * s;
 
-  // stats (n + 2 slots); the mean gradient in M unless it is the head of stats; the partial
-  // products of a micro-batch (model axis); the residuals of a step (overlap); the wire.
+  // stats (n + 2 slots); precision.reproducible: the mean gradient in M unless it is the head of
+  // stats; the partial products of a micro-batch (model axis); the residuals of a step (overlap);
+  // the wire.
   e.gradients = static_cast<std::size_t>(n + 2) * acc;
-  if (comm.sharded() || m != acc) e.gradients += static_cast<std::size_t>(shard) * m;
+  if (spec.reproducible && (comm.sharded() || m != acc)) e.gradients += static_cast<std::size_t>(shard) * m;
   if (model_size > 1) e.gradients += static_cast<std::size_t>(micro_rows) * acc;
   if (spec.comm_spec.overlap) e.gradients += static_cast<std::size_t>(rows) * acc;
   e.gradients += comm.wire_bytes();

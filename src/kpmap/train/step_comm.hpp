@@ -6,6 +6,7 @@
 //   start(k) ... finish():   the weighted pmean over `data` of the step's statistics
 //                            stats = [grad sums..., loss_sum, count] (Acc, the kernels'
 //                            accumulation type; n + 2 slots for n parameters), bucket by bucket.
+//   with_mean_gradient(f):   the mean gradient, read from the reduced wire by the optimizer.
 //   gather_params(shard):    reduce_scatter only: all_gather of the updated shards over `data`.
 //   own_nonfinite(k), check_finite(...): whether any rank's loss or gradient is not finite, and
 //                            the lowest rank that saw it (one pmin of a float flag over the whole mesh
@@ -15,21 +16,22 @@
 //                            accumulators (and max_over_model, agree_max for their bounds).
 //
 // The wire. With precision.comm equal to the accumulation type and no loss scaling, the sums
-// travel as they are and are divided by the psum of the counts afterwards. Otherwise every slot
-// is first cast to the wire type C (precision.comm), pre-divided by the step's global row count B
-// (and the gradient and loss slots multiplied by the loss scale):
+// travel as they are and the optimizer divides them by the psum of the counts as it reads them
+// (DividedWire). Otherwise every slot is first cast to the wire type C (precision.comm),
+// pre-divided by the step's global row count B (and the gradient and loss slots multiplied by the
+// loss scale):
 //   wire = C([scale * grad_sums / B..., scale * loss_sum / B, count / B])
 // so each rank's contribution is a share of a mean and a 16-bit sum cannot overflow where the
 // mean itself fits; after the psum the mean gradient is wire * (1 / (psum(count / B) * scale)),
-// unscaled in the master type M (scale_into). The loss slot is not multiplied by the loss scale
-// but by 2^-e, where 2^e is the previous step's loss rounded to a power of two (every rank knows
-// it; before the first step, start_loss_exponent agrees on the largest local mean of y^2, the
-// loss at w = 0): the loss then travels as a number near 1, which no 16-bit type flushes or
-// overflows, and it keeps the wire type's relative precision (bf16: 8 significant bits). A loss
-// that still comes back 0 or Inf moves e by 16 for the next step. The slots keep their meaning,
-// so a 16-bit wire moves exactly half the bytes of an fp32 one. The cast is applied on a
-// one-rank data axis too (nothing moves), so the answer does not depend on how many ranks share
-// the batch.
+// unscaled in the master type M as the optimizer reads it (ScaledWire). The loss slot is not
+// multiplied by the loss scale but by 2^-e, where 2^e is the previous step's loss rounded to a
+// power of two (every rank knows it; before the first step, start_loss_exponent agrees on the
+// largest local mean of y^2, the loss at w = 0): the loss then travels as a number near 1, which no
+// 16-bit type flushes or overflows, and it keeps the wire type's relative precision (bf16: 8
+// significant bits). A loss that still comes back 0 or Inf moves e by 16 for the next step. The
+// slots keep their meaning, so a 16-bit wire moves exactly half the bytes of an fp32 one. The cast
+// is applied on a one-rank data axis too (nothing moves), so the answer does not depend on how many
+// ranks share the batch.
 //
 // Strategies. allreduce: the wire is the n + 2 slots in order, psum'ed over `data`; every rank
 // gets the whole mean gradient. reduce_scatter: data rank r owns the contiguous shard
@@ -185,29 +187,34 @@ void to_wire(const execution_space& exec, const WireLayout& layout, const View1<
   }
 }
 
-// grad(i) = M(D(wire(i)) / divisor) over grad's extent, in D, the divisor's type.
-template <class C, class D, class M>
-void divide_into(const execution_space& exec, const View1<C>& wire, D divisor, const View1<M>& grad) {
-  Kokkos::parallel_for(
-      "kpmap::train::mean_gradient",
-      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, static_cast<long long>(grad.extent(0))),
-      KOKKOS_LAMBDA(long long i) { grad(i) = static_cast<M>(static_cast<D>(wire(i)) / divisor); });
-}
-
-// grad(i) = M(P(wire(i)) * factor) over grad's extent: the cast wire's unscaling, with
-// factor = 1 / (count * scale). P is float when M is float and C no wider (the product's one
-// rounding is far below the wire's own), else double. A product and not a quotient: a division by
-// a value known only at run time is the slowest instruction of the loop (2-4x its time here).
+// The mean gradient as the optimizer reads it from the reduced wire, element by element
+// (Optimizer::apply calls operator() once per parameter): no pass of its own over the gradient
+// and no buffer for it. n: the parameters this rank updates (the wire's first n slots).
+//
+// DividedWire, the uncast wire (C the accumulation type): g(i) = M(wire(i) / count), divided in
+// C, as the sums were made.
 template <class C, class M>
-void scale_into(const execution_space& exec, const View1<C>& wire, double factor, const View1<M>& grad) {
+struct DividedWire {
+  View1<const C> wire;
+  C count;
+  long long n;
+  long long size() const { return n; }
+  KOKKOS_INLINE_FUNCTION M operator()(long long i) const { return static_cast<M>(wire(i) / count); }
+};
+
+// ScaledWire, the cast wire: g(i) = M(P(wire(i)) * factor), factor = 1 / (count * scale). P is
+// float when M is float and C no wider (the product's one rounding is far below the wire's own),
+// else double. A product and not a quotient: a division by a value known only at run time is the
+// slowest instruction of the loop (2-4x its time here).
+template <class C, class M>
+struct ScaledWire {
   using P = std::conditional_t<std::is_same_v<M, float> && sizeof(C) <= sizeof(float), float, double>;
-  const P f = static_cast<P>(factor);
-  Kokkos::parallel_for(
-      "kpmap::train::mean_gradient",
-      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(
-          exec, 0, static_cast<long long>(grad.extent(0))),
-      KOKKOS_LAMBDA(long long i) { grad(i) = static_cast<M>(static_cast<P>(wire(i)) * f); });
-}
+  View1<const C> wire;
+  P factor;
+  long long n;
+  long long size() const { return n; }
+  KOKKOS_INLINE_FUNCTION M operator()(long long i) const { return static_cast<M>(static_cast<P>(wire(i)) * factor); }
+};
 
 // x's exponent field plus one in its lowest bit: the top bit of the result is set exactly when
 // every exponent bit is (x is an Inf or a NaN). An OR of many of them is a sign test at the end,
@@ -253,6 +260,7 @@ bool any_nonfinite(const execution_space& exec, const View1<C>& v) {
 // more than one rank, what this rank receives (its extended shard).
 template <class C>
 struct Wire {
+  using value_type = C;
   View1<C> send, recv;
   Kokkos::View<C*, Kokkos::HostSpace> tail;  // the reduced loss and row count, read on the host
 };
@@ -344,14 +352,30 @@ class StepComm {
     for (Request& request : requests_) request.progress();
   }
 
-  // After start() of every bucket: the mean gradient (grad, M, extent shard_size()), unscaled,
-  // and the loss. grad may alias the head of stats (allreduce). Leaves the reduced wire in place
-  // for locally_finite().
-  template <class M>
-  StepTotals finish(const execution_space& exec, const View1<M>& grad) {
+  // After start() of every bucket: waits for the reductions and returns the loss. The reduced
+  // wire stays in place for locally_finite() and with_mean_gradient().
+  StepTotals finish(const execution_space& exec) {
     StepTotals totals;
-    with_wire([&](auto& w) { totals = finish_wire(exec, grad, w); });
+    with_wire([&](auto& w) { totals = finish_wire(exec, w); });
     return totals;
+  }
+
+  // After finish(): f(g) with g the mean gradient in M, unscaled, of extent shard_size(), read
+  // from the reduced wire as it is used (step_comm_detail::DividedWire or ScaledWire), e.g.
+  // f = [&](const auto& g) { optimizer.apply(exec, step, master, g); }.
+  template <class M, class F>
+  void with_mean_gradient(F&& f) {
+    with_wire([&](auto& w) {
+      using C = typename std::decay_t<decltype(w)>::value_type;
+      const View1<const C> reduced = result(w);
+      const long long n = shard_size();
+      if (cast_) {
+        using G = step_comm_detail::ScaledWire<C, M>;
+        f(G{reduced, static_cast<typename G::P>(1.0 / (count_ * scale_of_last_)), n});
+      } else if constexpr (std::is_same_v<C, Acc>) {
+        f(step_comm_detail::DividedWire<C, M>{reduced, static_cast<C>(count_), n});
+      }
+    });
   }
 
   // reduce_scatter: every rank's updated shard (extent shard_size()) into `gathered`
@@ -530,25 +554,21 @@ class StepComm {
           send.extent(0) * sizeof(C));
   }
 
-  template <class M, class C>
-  StepTotals finish_wire(const execution_space& exec, const View1<M>& grad, step_comm_detail::Wire<C>& w) {
+  template <class C>
+  StepTotals finish_wire(const execution_space& exec, step_comm_detail::Wire<C>& w) {
     wait_all(requests_);
     requests_.clear();
     const View1<C>& reduced = result(w);
-    const long long n = static_cast<long long>(grad.extent(0));
+    const long long n = shard_size();
     const auto tail = Kokkos::subview(reduced, Kokkos::make_pair(n, n + 2));
     if (w.tail.extent(0) == 0) w.tail = Kokkos::View<C*, Kokkos::HostSpace>("kpmap::train::wire_tail", 2);
     const auto& host_tail = w.tail;
     Kokkos::deep_copy(exec, host_tail, tail);
     exec.fence();
-    const double loss_sum = static_cast<double>(host_tail(0)), count = static_cast<double>(host_tail(1));
-    if (!cast_) {
-      // Divided in the accumulation type, as the sums were made.
-      step_comm_detail::divide_into(exec, reduced, static_cast<C>(host_tail(1)), grad);
-      return {loss_sum / count};
-    }
-    step_comm_detail::scale_into(exec, reduced, 1.0 / (count * scale_of_last_), grad);
-    const double loss = std::ldexp(loss_sum, loss_exponent_) / count;
+    const double loss_sum = static_cast<double>(host_tail(0));
+    count_ = static_cast<double>(host_tail(1));
+    if (!cast_) return {loss_sum / count_};
+    const double loss = std::ldexp(loss_sum, loss_exponent_) / count_;
     if (std::isfinite(loss) && loss > 0) {
       std::frexp(loss, &loss_exponent_);
     } else {
@@ -574,6 +594,7 @@ class StepComm {
   std::vector<std::vector<Range>> bucket_slots_;
   int loss_exponent_ = 0;  // the loss slot travels as loss * 2^-loss_exponent_
   double scale_of_last_ = 1.0;
+  double count_ = 1.0;  // the reduced row-count slot of the last finish()
   step_comm_detail::Wire<double> wire64_;
   step_comm_detail::Wire<float> wire32_;
   step_comm_detail::Wire<bf16> wire_bf16_;

@@ -24,14 +24,15 @@ using accumulation_t = std::conditional_t<std::is_same_v<S, double>, double, flo
 
 // The whole state of a run in one place: data shard (S); the parameters the kernels read (S);
 // the parameters this rank updates, in the master type M, with their optimizer state; the
-// step's statistics [grad sums..., loss_sum, count] (Acc) and the mean gradient of what this rank
-// updates (M; the head of stats when M == Acc under allreduce); the step counter. The data
-// position is a function of the step (BatchPlan::batch_of_step).
+// step's statistics [grad sums..., loss_sum, count] (Acc); the step counter. The data position is
+// a function of the step (BatchPlan::batch_of_step). The optimizer reads the mean gradient from
+// the reduced wire (StepComm::with_mean_gradient); only precision.reproducible makes it in `grad`
+// (M; the head of stats when M == Acc under allreduce).
 //
 // allreduce: every rank updates all n_params parameters; master is params itself when S == M.
 // reduce_scatter (ZeRO): this rank updates its shard of comm.shard_size() elements (master,
-// grad, optimizer state), casts it to S (outgoing; master itself when S == M) and all_gathers
-// every shard into `gathered`, whose head is params.
+// optimizer state), casts it to S (outgoing; master itself when S == M) and all_gathers every
+// shard into `gathered`, whose head is params.
 template <class S, class M, class Layout>
 struct RunState {
   using Acc = accumulation_t<S>;
@@ -43,7 +44,7 @@ struct RunState {
   View1<M> master;         // comm.shard_size()
   View1<S> outgoing;       // reduce_scatter: the shard in S for the all_gather
   View1<Acc> stats;        // n_params + 2
-  View1<M> grad;           // comm.shard_size()
+  View1<M> grad;           // precision.reproducible: comm.shard_size()
   View1<Acc> z;            // partial products of one micro-batch (model-parallel only)
   View1<Acc> r;            // comm.overlap: the residuals of the step's rows
   std::unique_ptr<Optimizer<M>> optimizer;
@@ -89,11 +90,13 @@ RunState<S, M, Layout> make_state(const TrainSpec& spec, const StepComm<accumula
   }
   s.params = Kokkos::subview(s.gathered, Kokkos::make_pair(0LL, s.n_params));
   s.stats = View1<Acc>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::stats"), s.n_params + 2);
-  if constexpr (std::is_same_v<M, Acc>) {
-    if (!comm.sharded()) s.grad = s.grads();
-  }
-  if (s.grad.extent(0) == 0) {
-    s.grad = View1<M>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::grad"), comm.shard_size());
+  if (spec.reproducible) {
+    if constexpr (std::is_same_v<M, Acc>) {
+      if (!comm.sharded()) s.grad = s.grads();
+    }
+    if (s.grad.extent(0) == 0) {
+      s.grad = View1<M>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::train::grad"), comm.shard_size());
+    }
   }
   const long long micro_rows = s.shard.rows_per_batch() / spec.accumulation +
                                (s.shard.rows_per_batch() % spec.accumulation ? 1 : 0);
@@ -243,7 +246,7 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
   bool apply = true;
   {
     ScopedPhase phase(timers, Phase::comm, "reduce_gradient", exec);
-    entry.loss = comm.finish(exec, s.grad).loss;
+    entry.loss = comm.finish(exec).loss;
     const FiniteCheck check = comm.check_finite(exec, own_nonfinite, scaler.dynamic());
     if (scaler.dynamic()) {
       apply = scaler.update(!check.any());
@@ -256,7 +259,7 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
   if (apply) {
     {
       ScopedPhase phase(timers, Phase::optimizer, "optimizer", exec);
-      s.optimizer->apply(exec, s.step, s.master, View1<const M>(s.grad));
+      comm.template with_mean_gradient<M>([&](const auto& g) { s.optimizer->apply(exec, s.step, s.master, g); });
     }
     ScopedPhase phase(timers, comm.sharded() ? Phase::comm : Phase::optimizer, "refresh_params", exec);
     refresh_params(s, comm, exec);
