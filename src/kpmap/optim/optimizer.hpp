@@ -3,7 +3,8 @@
 //
 // The train loop passes the flat parameter View [w, b] (see model/linear_model.hpp: the bias is
 // the last element when the problem has one) and the MEAN gradient of the same length (sums
-// divided by the global row count after the pmean), once per step:
+// divided by the global row count after the pmean; a View, or an accessor that forms each
+// element as the update reads it), once per step:
 //   auto opt = make_optimizer<T>(spec, params.extent(0));
 //   opt->apply(exec, step, params, grads);   // step = 0, 1, 2, ...: Adam's t is step + 1
 // state() exposes the state Views (one shard of them under ZeRO) and state_bytes() their size.
