@@ -138,6 +138,9 @@ TEST(Optimizer, BadSpecIsInputErrorNamingTheKey) {
   OptimizerSpec bad_mu{"momentum", 0.1};
   bad_mu.momentum = -0.5;
   EXPECT_NE(message(bad_mu).find("train.optimizer.momentum"), std::string::npos);
+  // The constructor itself validates: no optimizer of an unknown name or a negative size exists.
+  EXPECT_THROW(kpmap::Optimizer<double>({"adagrad", 0.1}, 3), kpmap::InputError);
+  EXPECT_THROW(kpmap::Optimizer<float>({"adam", 0.1}, -1), kpmap::ShapeError);
 }
 
 TEST(Optimizer, ExtentMismatchIsShapeError) {

@@ -42,6 +42,8 @@ void validate(const OptimizerSpec& s) {
 
 template <class T>
 Optimizer<T>::Optimizer(const OptimizerSpec& spec, long long size) : spec_(spec), size_(size) {
+  validate(spec);
+  if (size < 0) throw ShapeError("kpmap::Optimizer: size " + std::to_string(size) + " < 0");
   for (const std::string& name : optimizer_state_names(spec.name)) {
     state_.emplace_back("kpmap::optim::" + spec.name + "_" + name, size);
   }
@@ -79,8 +81,6 @@ std::size_t Optimizer<T>::state_bytes() const {
 
 template <class T>
 std::unique_ptr<Optimizer<T>> make_optimizer(const OptimizerSpec& spec, long long size) {
-  validate(spec);
-  if (size < 0) throw ShapeError("kpmap::make_optimizer: size " + std::to_string(size) + " < 0");
   return std::make_unique<Optimizer<T>>(spec, size);
 }
 

@@ -97,6 +97,8 @@ void adam(const execution_space& exec, long long n, AdamScalars<T> a, const View
 template <class T>
 class Optimizer {
  public:
+  // Validates spec (InputError naming the key) and allocates the state, zeroed, for `size`
+  // parameters (ShapeError when size < 0).
   Optimizer(const OptimizerSpec& spec, long long size);
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
@@ -136,7 +138,7 @@ class Optimizer {
   std::vector<View1<T>> state_;
 };
 
-// Validates spec and builds the named optimizer for `size` parameters, state zeroed.
+// The optimizer of spec for `size` parameters, as the constructor.
 template <class T>
 std::unique_ptr<Optimizer<T>> make_optimizer(const OptimizerSpec& spec, long long size);
 
