@@ -1,4 +1,5 @@
-// Host copies of Views of any layout, for tests that read or write elements on the host.
+// Host copies of Views of any layout, for tests that read or write elements on the host, and
+// View1s filled from host doubles (device_vector).
 //
 // Kokkos copies between memory spaces only Views whose memory is contiguous (deep_copy refuses a
 // padded LayoutLeft subview or a LayoutStride View of device memory, "no available copy
@@ -11,6 +12,9 @@
 
 #include <string>
 #include <type_traits>
+#include <vector>
+
+#include "kpmap/core/types.hpp"
 
 namespace kpmap::test {
 
@@ -60,6 +64,16 @@ void write_through_host(const V& v, const Write& write) {
     Kokkos::deep_copy(c, h);
     Kokkos::deep_copy(v, c);
   }
+}
+
+// A View1<T> filled from host doubles.
+template <class T>
+View1<T> device_vector(const std::vector<double>& values, const std::string& label = "test") {
+  View1<T> v(label, values.size());
+  auto h = Kokkos::create_mirror_view(v);
+  for (std::size_t i = 0; i < values.size(); ++i) h(i) = static_cast<T>(values[i]);
+  Kokkos::deep_copy(v, h);
+  return v;
 }
 
 }  // namespace kpmap::test

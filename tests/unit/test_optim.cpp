@@ -8,21 +8,14 @@
 
 #include "kpmap/core/error.hpp"
 #include "kpmap/optim/optimizer.hpp"
+#include "support/host_copy.hpp"
 
 namespace {
 
 using kpmap::OptimizerSpec;
 using kpmap::View1;
+using kpmap::test::device_vector;
 using Rows = std::vector<std::vector<double>>;
-
-template <class T>
-View1<T> device_vector(const std::vector<double>& values) {
-  View1<T> v("test", values.size());
-  auto h = Kokkos::create_mirror_view(v);
-  for (std::size_t i = 0; i < values.size(); ++i) h(i) = static_cast<T>(values[i]);
-  Kokkos::deep_copy(v, h);
-  return v;
-}
 
 template <class T>
 void expect_values(const View1<T>& v, const std::vector<double>& expected, double tol, const std::string& what) {

@@ -16,6 +16,7 @@
 #include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
 #include "kpmap/train/step_comm.hpp"
+#include "support/host_copy.hpp"
 
 namespace {
 
@@ -23,6 +24,7 @@ using kpmap::bf16;
 using kpmap::fp16;
 using kpmap::View1;
 using kpmap::step_comm_detail::any_nonfinite;
+using kpmap::test::device_vector;
 
 // Every 16-bit pattern, one View of one element each (subviews of one View of all 65536).
 template <class H>
@@ -102,15 +104,6 @@ TEST(StepCommFinite, EveryPlace) {
 
 // ---- The mean gradient read from the reduced wire ----
 
-template <class T>
-View1<T> wire_of(const std::vector<double>& values) {
-  View1<T> v("wire", values.size());
-  auto h = Kokkos::create_mirror_view(v);
-  for (std::size_t i = 0; i < values.size(); ++i) h(i) = static_cast<T>(values[i]);
-  Kokkos::deep_copy(v, h);
-  return v;
-}
-
 // What g(i) gives inside a kernel, for i < g.size().
 template <class M, class G>
 std::vector<M> read(const G& g) {
@@ -127,11 +120,11 @@ std::vector<M> read(const G& g) {
 // and the count) are not read.
 TEST(StepCommMeanGradient, DividedWireDividesInTheWireType) {
   using kpmap::step_comm_detail::DividedWire;
-  const auto f = wire_of<float>({1, -6, 0.75, 99, 3});
+  const auto f = device_vector<float>({1, -6, 0.75, 99, 3});
   EXPECT_EQ(read<double>(DividedWire<float, double>{f, 3.0f, 3}),
             (std::vector<double>{static_cast<double>(1.0f / 3.0f), -2.0, static_cast<double>(0.75f / 3.0f)}));
   EXPECT_EQ(read<float>(DividedWire<float, float>{f, 3.0f, 2}), (std::vector<float>{1.0f / 3.0f, -2.0f}));
-  const auto d = wire_of<double>({1, 10, 5});
+  const auto d = device_vector<double>({1, 10, 5});
   EXPECT_EQ(read<double>(DividedWire<double, double>{d, 4.0, 2}), (std::vector<double>{0.25, 2.5}));
 }
 
@@ -146,16 +139,16 @@ TEST(StepCommMeanGradient, ScaledWireMultipliesInTheProductType) {
   static_assert(std::is_same_v<ScaledWire<bf16, double>::P, double>);
   const std::vector<double> values = {256, -3, 0.5, 1.5, 7};  // exact in bf16 and fp16
   const std::vector<float> quarter = {64, -0.75f, 0.125f, 0.375f};
-  EXPECT_EQ(read<float>(ScaledWire<bf16, float>{wire_of<bf16>(values), 0.25f, 4}), quarter);
-  EXPECT_EQ(read<float>(ScaledWire<fp16, float>{wire_of<fp16>(values), 0.25f, 4}), quarter);
-  EXPECT_EQ(read<double>(ScaledWire<bf16, double>{wire_of<bf16>(values), 0.25, 2}), (std::vector<double>{64, -0.75}));
+  EXPECT_EQ(read<float>(ScaledWire<bf16, float>{device_vector<bf16>(values), 0.25f, 4}), quarter);
+  EXPECT_EQ(read<float>(ScaledWire<fp16, float>{device_vector<fp16>(values), 0.25f, 4}), quarter);
+  EXPECT_EQ(read<double>(ScaledWire<bf16, double>{device_vector<bf16>(values), 0.25, 2}), (std::vector<double>{64, -0.75}));
   // A double wire read into float: the product in double, rounded once to float.
   const double w = 1.0 + 0x1p-40, third = 1.0 / 3.0;
-  EXPECT_EQ(read<float>(ScaledWire<double, float>{wire_of<double>({w}), third, 1}),
+  EXPECT_EQ(read<float>(ScaledWire<double, float>{device_vector<double>({w}), third, 1}),
             (std::vector<float>{static_cast<float>(w * third)}));
   // float * float rounds once in float: (1 + 2^-23) * (1 + 2^-23) = 1 + 2^-22 + 2^-46 -> 1 + 2^-22
   const float e = 1.0f + 0x1p-23f;
-  EXPECT_EQ(read<float>(ScaledWire<float, float>{wire_of<float>({e}), e, 1}),
+  EXPECT_EQ(read<float>(ScaledWire<float, float>{device_vector<float>({e}), e, 1}),
             (std::vector<float>{1.0f + 0x1p-22f}));
 }
 

@@ -369,11 +369,12 @@ class StepComm {
       using C = typename std::decay_t<decltype(w)>::value_type;
       const View1<const C> reduced = result(w);
       const long long n = shard_size();
+      const C count = w.tail(1);  // the reduced row-count slot, read by finish()
       if (cast_) {
         using G = step_comm_detail::ScaledWire<C, M>;
-        f(G{reduced, static_cast<typename G::P>(1.0 / (count_ * scale_of_last_)), n});
+        f(G{reduced, static_cast<typename G::P>(1.0 / (static_cast<double>(count) * scale_of_last_)), n});
       } else if constexpr (std::is_same_v<C, Acc>) {
-        f(step_comm_detail::DividedWire<C, M>{reduced, static_cast<C>(count_), n});
+        f(step_comm_detail::DividedWire<C, M>{reduced, count, n});
       }
     });
   }
@@ -565,10 +566,9 @@ class StepComm {
     const auto& host_tail = w.tail;
     Kokkos::deep_copy(exec, host_tail, tail);
     exec.fence();
-    const double loss_sum = static_cast<double>(host_tail(0));
-    count_ = static_cast<double>(host_tail(1));
-    if (!cast_) return {loss_sum / count_};
-    const double loss = std::ldexp(loss_sum, loss_exponent_) / count_;
+    const double loss_sum = static_cast<double>(host_tail(0)), count = static_cast<double>(host_tail(1));
+    if (!cast_) return {loss_sum / count};
+    const double loss = std::ldexp(loss_sum, loss_exponent_) / count;
     if (std::isfinite(loss) && loss > 0) {
       std::frexp(loss, &loss_exponent_);
     } else {
@@ -594,7 +594,6 @@ class StepComm {
   std::vector<std::vector<Range>> bucket_slots_;
   int loss_exponent_ = 0;  // the loss slot travels as loss * 2^-loss_exponent_
   double scale_of_last_ = 1.0;
-  double count_ = 1.0;  // the reduced row-count slot of the last finish()
   step_comm_detail::Wire<double> wire64_;
   step_comm_detail::Wire<float> wire32_;
   step_comm_detail::Wire<bf16> wire_bf16_;
