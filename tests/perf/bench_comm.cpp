@@ -5,16 +5,20 @@
 //      --features fp32 elements (1 MiB by default);
 //   2. step time with comm.overlap on against off (same buckets), on a problem whose
 //      communication is a large part of the step (a small local batch);
-//   3. the gradient's reduction alone, as the trainer makes it (StepComm: the cast to the wire,
-//      the collective, the finite check of the reduced wire; for reduce_scatter also the
-//      all_gather of the updated fp32 parameters and the pmin of the finite flag; the optimizer
-//      unscales the reduced wire as it reads it), the ranks aligned by a barrier before each
-//      step's reduction: timing.comm
-//      in (1) also holds the time a rank waits for the other to finish its gradient, which on two
-//      ranks sharing two cores with the host's other work can exceed the reduction itself.
+//   3. the gradient's reduction alone, as the trainer makes it (StepComm: the cast of the loss
+//      and count slots, the collective, the finite check of the reduced wire; for reduce_scatter
+//      also the all_gather of the updated fp32 parameters and the pmin of the finite flag; the
+//      gradient slots are cast to the wire by the gradient kernel's epilogue before, untimed
+//      here, and the optimizer unscales the reduced wire as it reads it), the ranks aligned by a
+//      barrier before each step's reduction: timing.comm in (1) also holds the time a rank waits
+//      for the other to finish its gradient, which on two ranks sharing two cores with the host's
+//      other work can exceed the reduction itself.
 //   4. the parts of (3)'s allreduce for each wire, timed one by one: for fp32 the psum of the sums
-//      in place; for bf16 the cast to the wire and the 16-bit psum; for both the finite check of
-//      the reduced wire (the calls StepComm makes for one bucket).
+//      in place; for bf16 the 16-bit psum (with the cast of the loss and count slots); for both
+//      the finite check of the reduced wire (the calls StepComm makes for one bucket). And what
+//      the cast of the gradient slots costs: as the epilogue of the gradient's last pass
+//      (model_detail::add_gradient with WireCast, less add_gradient alone), and as a pass of its
+//      own (to_wire of every slot).
 // The variants run interleaved, --repetitions times each, so a drift of the host hits them alike;
 // each figure is the median over repetitions of the maximum over ranks (in (3), of the median
 // over --steps reductions).
@@ -33,6 +37,8 @@
 #include <vector>
 
 #include "kpmap/mesh/mpi_env.hpp"
+#include "kpmap/model/epilogue.hpp"
+#include "kpmap/model/fused_kernels.hpp"
 #include "kpmap/train/step_comm.hpp"
 #include "kpmap/train/trainer.hpp"
 
@@ -120,10 +126,14 @@ void table(const char* title, const kpmap::TrainSpec& spec, const std::vector<Va
 }
 
 // The statistics a timed reduction starts from (n gradient sums and the loss sum 1, then the
-// rank's row count), with the ranks aligned by a barrier once they are written.
-void fill_aligned(const kpmap::execution_space& exec, const kpmap::View1<float>& stats, long long n, long long rows) {
+// rank's row count), handed to the epilogue `then` as the gradient kernel hands them, with the
+// ranks aligned by a barrier once they are written.
+template <class Then = kpmap::model_detail::NoEpilogue>
+void fill_aligned(const kpmap::execution_space& exec, const kpmap::View1<float>& stats, long long n, long long rows,
+                  const Then& then = Then()) {
   Kokkos::deep_copy(exec, stats, 1.0f);
   Kokkos::deep_copy(exec, Kokkos::subview(stats, n + 1), static_cast<float>(rows));
+  kpmap::model_detail::run_epilogue(exec, 0, n, then);
   exec.fence();
   MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -137,7 +147,8 @@ double wire_seconds(const kpmap::Mesh& mesh, const Variant& v, long long n, long
   kpmap::View1<float> shard("bench::shard", comm.shard_size()), gathered("bench::gathered", comm.gathered_size());
   std::vector<double> times;
   for (long long step = 0; step <= steps; ++step) {
-    fill_aligned(exec, stats, n, rows);
+    // The gradient slots cast to the wire as the trainer's gradient kernel does, before the timing.
+    fill_aligned(exec, stats, n, rows, comm.gradient_cast(exec, stats, rows * mesh.size(), 1.0));
     const double start = MPI_Wtime();
     for (long long k = 0; k < comm.buckets(); ++k) comm.start(exec, stats, k, rows * mesh.size(), 1.0);
     comm.finish(exec);
@@ -169,20 +180,28 @@ void wire_table(const std::vector<Variant>& variants, const Options& o, const kp
 
 // Table 4: the parts of one allreduce reduction of n + 2 fp32 sums (n = --features), each part
 // fenced and timed on its own, the ranks aligned by a barrier before each wire's sequence; each
-// figure is the median over --steps x --repetitions of the maximum over ranks. False when a
-// finite check on any rank saw an Inf or NaN (every sum is finite).
+// figure is the median over --steps x --repetitions of the maximum over ranks. Also the cast of
+// the gradient slots to the bf16 wire: as the epilogue of the gradient's last pass (add_gradient
+// of n sums with WireCast, less add_gradient alone) and as a pass of its own (to_wire). False
+// when a finite check on any rank saw an Inf or NaN (every sum is finite).
 bool parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
   namespace sd = kpmap::step_comm_detail;
+  namespace md = kpmap::model_detail;
   const kpmap::execution_space exec;
   const long long n = o.features, rows = o.rows * mesh.size();
   const kpmap::Axis data = mesh.axis(kpmap::AxisNames("data"));
-  kpmap::View1<float> stats("bench::stats", n + 2);
+  kpmap::View1<float> stats("bench::stats", n + 2), sums("bench::sums", n + 2);
   kpmap::View1<kpmap::bf16> wire("bench::wire", n + 2);
+  Kokkos::deep_copy(sums, 0.5f);
+  const auto grad = Kokkos::subview(stats, Kokkos::make_pair(0LL, n));
   sd::WireLayout layout;  // allreduce, one bucket: the wire is the n + 2 slots in order
   layout.n = n;
   layout.shard = layout.bucket = n + 2;
   const double share = 1.0 / static_cast<double>(rows);
-  enum { cast, bf16_sum, bf16_check, fp32_sum, fp32_check, parts };
+  sd::WireCast<float> cast;  // what StepComm::gradient_cast makes for this wire
+  cast.type = kpmap::Dtype::bf16, cast.active = true, cast.stats = stats, cast.layout = layout, cast.factor = share;
+  cast.bf16s = wire;
+  enum { add, add_cast, bf16_sum, bf16_check, cast_alone, fp32_sum, fp32_check, parts };
   std::vector<double> t[parts];
   double mark = 0;
   int bad = 0;  // this rank's finite checks that saw an Inf or NaN
@@ -194,20 +213,30 @@ bool parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
   };
   for (int rep = 0; rep < o.repetitions; ++rep) {
     for (long long step = 0; step <= o.steps; ++step) {  // step 0 is not kept
+      const bool keep = step > 0;
+      fill_aligned(exec, stats, n, o.rows);
+      mark = MPI_Wtime();
+      md::add_gradient(exec, sums, grad, kpmap::View1<float>(), false);
+      lap(add, keep);
+      fill_aligned(exec, stats, n, o.rows);
+      mark = MPI_Wtime();
+      md::add_gradient(exec, sums, grad, kpmap::View1<float>(), false, 0, cast);
+      lap(add_cast, keep);
+      sd::to_wire(exec, layout, stats, wire, 0, share, share, share, true);  // StepComm::start
+      kpmap::psum(exec, data, wire, wire);
+      lap(bf16_sum, keep);
+      bad += sd::any_nonfinite(exec, wire);
+      lap(bf16_check, keep);
       fill_aligned(exec, stats, n, o.rows);
       mark = MPI_Wtime();
       sd::to_wire(exec, layout, stats, wire, 0, share, share, share);
-      lap(cast, step > 0);
-      kpmap::psum(exec, data, wire, wire);
-      lap(bf16_sum, step > 0);
-      bad += sd::any_nonfinite(exec, wire);
-      lap(bf16_check, step > 0);
+      lap(cast_alone, keep);
       fill_aligned(exec, stats, n, o.rows);
       mark = MPI_Wtime();
       kpmap::psum(exec, data, stats, stats);
-      lap(fp32_sum, step > 0);
+      lap(fp32_sum, keep);
       bad += sd::any_nonfinite(exec, stats);
-      lap(fp32_check, step > 0);
+      lap(fp32_check, keep);
     }
   }
   const bool failed = max_over_ranks(bad) > 0;
@@ -215,15 +244,16 @@ bool parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
   if (!root) return !failed;
   double m[parts];
   for (int k = 0; k < parts; ++k) m[k] = median(t[k]);
-  const double fp32 = m[fp32_sum] + m[fp32_check];
-  const double bf16 = m[cast] + m[bf16_sum] + m[bf16_check];
-  std::printf("\nthe allreduce's parts, each timed alone (ms)\n%-8s %10s %12s %10s %10s %10s\n", "wire", "cast",
-              "collective", "check", "sum", "vs fp32");
-  std::printf("%-8s %10s %12.3f %10.3f %10.3f %10.3f\n", "fp32", "-", 1e3 * m[fp32_sum], 1e3 * m[fp32_check],
-              1e3 * fp32, 1.0);
-  std::printf("%-8s %10.3f %12.3f %10.3f %10.3f %10.3f\n", "bf16", 1e3 * m[cast], 1e3 * m[bf16_sum],
-              1e3 * m[bf16_check], 1e3 * bf16, bf16 / fp32);
+  const double fp32 = m[fp32_sum] + m[fp32_check], bf16 = m[bf16_sum] + m[bf16_check];
+  std::printf("\nthe allreduce's parts, each timed alone (ms)\n%-8s %12s %10s %10s %10s\n", "wire", "collective",
+              "check", "sum", "vs fp32");
+  std::printf("%-8s %12.3f %10.3f %10.3f %10.3f\n", "fp32", 1e3 * m[fp32_sum], 1e3 * m[fp32_check], 1e3 * fp32, 1.0);
+  std::printf("%-8s %12.3f %10.3f %10.3f %10.3f\n", "bf16", 1e3 * m[bf16_sum], 1e3 * m[bf16_check], 1e3 * bf16,
+              bf16 / fp32);
   std::printf("bf16 collective / fp32 collective: %.3f\n", m[bf16_sum] / m[fp32_sum]);
+  std::printf("the cast of the gradient slots to bf16 (ms): in the last pass %.3f (add_gradient %.3f, with the cast "
+              "%.3f), as a pass of its own %.3f\n",
+              1e3 * (m[add_cast] - m[add]), 1e3 * m[add], 1e3 * m[add_cast], 1e3 * m[cast_alone]);
   return !failed;
 }
 

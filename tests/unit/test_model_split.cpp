@@ -312,6 +312,90 @@ TEST(ModelSplit, KokkosKernelsWindowsMatchFp32) { check_kokkos_kernels_all<float
 TEST(ModelSplit, KokkosKernelsWindowsMatchBf16) { check_kokkos_kernels_all<kpmap::bf16, float>(); }
 TEST(ModelSplit, KokkosKernelsWindowsMatchFp16) { check_kokkos_kernels_all<kpmap::fp16, float>(); }
 
+// ---- The epilogue (`then`, model/epilogue.hpp) ----
+
+// Records, for each slot handed over, the gradient's value at that moment and how many times it
+// was handed over; slots outside [0, slots) count in the last entry of calls.
+template <class Acc>
+struct Record {
+  View1<Acc> grad, seen;
+  View1<int> calls;
+  long long slots;
+  void host(long long j0, long long j1) const {
+    for (long long j = j0; j < j1; ++j) see(j);
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(long long j) const { see(j); }
+  KOKKOS_INLINE_FUNCTION void see(long long j) const {
+    const bool inside = j >= 0 && j < slots;
+    calls(inside ? j : static_cast<long long>(calls.extent(0)) - 1) += 1;
+    if (inside) seen(j) = grad(j);
+  }
+};
+
+// Two micro-batches (1 then 0), the epilogue on the second only, as the trainer passes it: every
+// slot [w..., b] is handed over exactly once, by the call that finishes it, and holds its final
+// value by then (bitwise what the calls leave); no other slot is handed over. Every kernel, the
+// one-pass calls and the two passes (the bias from residual / residual_from_z, w from the
+// windows), with runs of epilogue_run slots and windows that cross them.
+template <class T, class Acc, class Layout>
+void check_epilogue(long long n, long long F, bool bias, const Windows& windows) {
+  const Case<T, Acc, Layout> c(n, F, bias);
+  const long long slots = F + (bias ? 1 : 0);
+  for (GradientKernel kernel : {GradientKernel::fused, GradientKernel::team, GradientKernel::kokkos_kernels}) {
+    for (bool from_z : {false, true}) {
+      for (bool split : {false, true}) {
+        kpmap::execution_space exec;
+        kpmap::LinearModel<T, Acc> model(kernel);
+        const View1<Acc> g = c.grads();
+        const auto [gw, gb] = kpmap::split_params(g, F);
+        const Record<Acc> record{g, View1<Acc>("seen", slots), View1<int>("calls", slots + 1), slots};
+        View1<Acc> r("r", c.n);
+        for (int k : {1, 0}) {
+          const auto X = c.shard.batch_x(k);
+          const auto y = c.shard.batch_y(k);
+          const auto calls = [&](const auto& then) {
+            if (!split) {
+              if (from_z) model.backward(exec, X, c.z[k], y, gw, gb, then);
+              else model.fused(exec, X, y, c.w(), c.b(), gw, gb, then);
+              return;
+            }
+            if (from_z) model.residual_from_z(exec, X, c.z[k], y, r, gb, then);
+            else model.residual(exec, X, y, c.w(), c.b(), r, gb, then);
+            for (auto [c0, c1] : windows) {
+              model.gradient_columns(exec, X, r, c0, Kokkos::subview(gw, Kokkos::make_pair(c0, c1)), then);
+            }
+          };
+          if (k == 0) calls(record);
+          else calls(kpmap::model_detail::NoEpilogue());
+        }
+        const std::string name = c.name(kernel) + (from_z ? " from z" : "") + (split ? " two passes" : " one pass");
+        const auto counted = to_host(record.calls);
+        int wrong = 0;
+        for (long long j = 0; j <= slots; ++j) {
+          if (counted(j) != (j < slots ? 1 : 0) && wrong++ < 3) {
+            ADD_FAILURE() << name << ": slot " << j << (j == slots ? " (outside)" : "") << " handed over "
+                          << counted(j) << " times";
+          }
+        }
+        EXPECT_TRUE(same_bits(record.seen, Kokkos::subview(g, Kokkos::make_pair(0LL, slots)))) << name;
+      }
+    }
+  }
+}
+
+TEST(ModelSplit, EpilogueSeesEverySlotOnceFinal) {
+  using Right = Kokkos::LayoutRight;
+  const long long wide = kpmap::model_detail::epilogue_run + 37;
+  for (bool bias : {true, false}) {
+    check_epilogue<double, double, Right>(23, 37, bias, uneven(37));
+    check_epilogue<float, float, Right>(23, 37, bias, uneven(37));
+    check_epilogue<kpmap::bf16, float, Right>(23, 37, bias, uneven(37));  // sums in pair order
+    check_epilogue<float, float, Right>(5, wide, bias, fixed_width(wide, 1000));
+  }
+  check_epilogue<double, double, Kokkos::LayoutLeft>(23, 37, true, fixed_width(37, 5));
+  check_epilogue<kpmap::fp16, float, Right>(5, wide, true, fixed_width(wide, 1500));
+}
+
 // kokkos_kernels with 16-bit X: gradient_columns reads the float copy residual() made of the same
 // X. Seen by zeroing X after residual(): the windows still give the gradient of the old X (with a
 // fresh copy they would add nothing); after residual_from_z (which makes no copy) they copy their

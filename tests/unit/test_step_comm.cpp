@@ -4,17 +4,25 @@
 // edges of each class; and one bad element at every place of a View that spans several of the
 // host's runs of host_run elements, the rest finite. Then the mean gradient as the optimizer
 // reads it from the reduced wire (DividedWire, ScaledWire), against values computed here in the
-// arithmetic each one promises.
+// arithmetic each one promises. Then the cast of the gradient slots by the gradient kernels'
+// epilogue (WireCast): the wire positions it writes (WireLayout::position, the inverse of slot)
+// and the wire it leaves, bit for bit the one to_wire writes alone, for every wire type and
+// layout.
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
+#include "kpmap/model/epilogue.hpp"
 #include "kpmap/train/step_comm.hpp"
 #include "support/host_copy.hpp"
 
@@ -150,6 +158,125 @@ TEST(StepCommMeanGradient, ScaledWireMultipliesInTheProductType) {
   const float e = 1.0f + 0x1p-23f;
   EXPECT_EQ(read<float>(ScaledWire<float, float>{device_vector<float>({e}), e, 1}),
             (std::vector<float>{1.0f + 0x1p-22f}));
+}
+
+// ---- The gradient slots cast by the kernels' epilogue (WireCast) ----
+
+using kpmap::step_comm_detail::WireLayout;
+
+// The layouts StepComm makes for n parameters: allreduce in one bucket and in buckets of 3;
+// reduce_scatter over D = 1 to 4 ranks in one bucket per block and in buckets of 1, 2 and 3
+// (blocks split, shards padded past n, a shard all padding when D > n).
+std::vector<WireLayout> layouts(long long n) {
+  std::vector<WireLayout> all;
+  for (long long c : {0LL, 3LL}) {
+    WireLayout l;
+    l.n = n, l.ranks = 1, l.shard = n + 2, l.bucket = c > 0 ? std::min(c, n + 2) : n + 2;
+    all.push_back(l);
+  }
+  for (long long D = 1; D <= 4; ++D) {
+    for (long long c : {0LL, 1LL, 2LL, 3LL}) {
+      WireLayout l;
+      l.n = n, l.ranks = D, l.sharded = true, l.shard = (n + D - 1) / D;
+      l.bucket = c > 0 ? std::min(c, l.shard + 2) : l.shard + 2;
+      all.push_back(l);
+    }
+  }
+  return all;
+}
+
+std::string describe(const WireLayout& l) {
+  return std::string(l.sharded ? "reduce_scatter" : "allreduce") + " n " + std::to_string(l.n) + " D " +
+         std::to_string(l.ranks) + " bucket " + std::to_string(l.bucket);
+}
+
+// position(i) is the wire position whose slot is i, every gradient slot has one and no two share
+// it, and run_end(i) ends a run of slots at consecutive positions.
+TEST(StepCommWireCast, PositionInvertsSlot) {
+  for (long long n : {1LL, 2LL, 7LL, 10LL}) {
+    for (const WireLayout& l : layouts(n)) {
+      std::vector<int> hits(static_cast<std::size_t>(l.ranks * l.block()), 0);
+      for (long long i = 0; i < n; ++i) {
+        const long long p = l.position(i);
+        ASSERT_TRUE(p >= 0 && p < l.ranks * l.block()) << describe(l) << " slot " << i;
+        EXPECT_EQ(l.slot(p), i) << describe(l) << " slot " << i;
+        ++hits[static_cast<std::size_t>(p)];
+        const long long end = l.run_end(i);
+        EXPECT_TRUE(end > i && end <= n) << describe(l) << " slot " << i;
+        if (i + 1 < end) {
+          EXPECT_EQ(l.position(i + 1), p + 1) << describe(l) << " slot " << i;
+        }
+      }
+      for (long long p = 0; p < l.ranks * l.block(); ++p) {
+        const long long i = l.slot(p);
+        EXPECT_EQ(hits[static_cast<std::size_t>(p)], i >= 0 && i < n ? 1 : 0) << describe(l) << " position " << p;
+      }
+    }
+  }
+}
+
+// The wire after the epilogue over every gradient slot and to_wire of the rest, against to_wire
+// of every slot: the same bits, whatever the layout, for fp32 and fp64 sums and each wire type.
+// The factor is not a power of two, so every value rounds.
+template <class Acc, class C>
+void check_wire_cast() {
+  const kpmap::execution_space exec;
+  constexpr long long n = 10000;  // the host's runs of epilogue_run slots, and a partial one
+  std::vector<double> values(n + 2);
+  for (long long i = 0; i < n + 2; ++i) values[i] = std::ldexp(std::sin(0.37 * i + 1), static_cast<int>(i % 29) - 14);
+  const View1<Acc> stats = device_vector<Acc>(values);
+  const double factor = 3.0 / 1024.0 / 1.7, loss_factor = 0.25, count_factor = 1.0 / 3.0;
+  std::vector<WireLayout> all = layouts(n);
+  WireLayout wide = all.back();  // buckets wider than a run: 4100 elements
+  wide.bucket = 4100;
+  all.push_back(wide);
+  for (const WireLayout& l : all) {
+    const long long size = l.ranks * l.block();
+    View1<C> alone("alone", size), fused("fused", size);
+    Kokkos::deep_copy(alone, static_cast<C>(7.0f));
+    Kokkos::deep_copy(fused, static_cast<C>(7.0f));
+    for (long long k = 0; k < l.buckets(); ++k) {
+      kpmap::step_comm_detail::to_wire(exec, l, stats, alone, k, factor, loss_factor, count_factor);
+    }
+    kpmap::step_comm_detail::WireCast<Acc> cast;
+    cast.type = kpmap::dtype_v<C>, cast.active = true, cast.stats = stats, cast.layout = l, cast.factor = factor;
+    if constexpr (std::is_same_v<C, double>) cast.fp64 = fused;
+    if constexpr (std::is_same_v<C, float>) cast.fp32 = fused;
+    if constexpr (std::is_same_v<C, bf16>) cast.bf16s = fused;
+    if constexpr (std::is_same_v<C, fp16>) cast.fp16s = fused;
+    kpmap::model_detail::run_epilogue(exec, 0, n, cast);
+    for (long long k = 0; k < l.buckets(); ++k) {
+      kpmap::step_comm_detail::to_wire(exec, l, stats, fused, k, factor, loss_factor, count_factor, true);
+    }
+    const auto a = kpmap::test::host_copy(alone), b = kpmap::test::host_copy(fused);
+    long long differ = 0, first = -1;
+    for (long long p = 0; p < size; ++p) {
+      if (std::memcmp(&a(p), &b(p), sizeof(C)) != 0 && differ++ == 0) first = p;
+    }
+    EXPECT_EQ(differ, 0) << describe(l) << ": first difference at position " << first << " (slot "
+                         << (first >= 0 ? l.slot(first) : -1) << ")";
+  }
+}
+
+TEST(StepCommWireCast, SameWireAsToWire) {
+  check_wire_cast<float, bf16>();
+  check_wire_cast<float, fp16>();
+  check_wire_cast<float, float>();
+  check_wire_cast<float, double>();
+  check_wire_cast<double, bf16>();
+  check_wire_cast<double, fp16>();
+  check_wire_cast<double, float>();
+  check_wire_cast<double, double>();
+}
+
+// An inactive WireCast (the sums travel in place) writes nothing.
+TEST(StepCommWireCast, InactiveWritesNothing) {
+  const kpmap::execution_space exec;
+  const View1<float> wire = device_vector<float>({5, 5, 5});
+  kpmap::step_comm_detail::WireCast<float> cast;
+  cast.fp32 = wire, cast.stats = device_vector<float>({1, 2, 3});
+  kpmap::model_detail::run_epilogue(exec, 0, 3, cast);
+  EXPECT_EQ(kpmap::test::host_copy(wire)(1), 5.0f);
 }
 
 }  // namespace

@@ -38,6 +38,7 @@
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
+#include "kpmap/model/epilogue.hpp"
 #include "kpmap/model/gradient_kernel.hpp"
 #include "kpmap/model/half_kernels.hpp"
 #include "kpmap/model/host_isa.hpp"
@@ -607,17 +608,43 @@ struct GradientReduce {
 // grad_w += 2 * sums[0, W), grad_b += 2 * sums[W] (when grad_b has a slot); returns sums[W+1],
 // where W = grad_w.extent(0) (0: an empty grad_w, for the residual part).
 // pair_order: the reduction kept the gradient sums in pair order (pair_order_v).
-template <class Acc, class GWView, class GBView>
+// then (model/epilogue.hpp): called on the slots as they are written; grad_w(0) is slot `first`
+// of the flat gradient (and grad_b(0) slot first + W). On the host the slots go in runs of
+// epilogue_run, each added (a loop without branches, which the compiler vectorises) and then
+// handed to then.host while still in L1.
+template <class Acc, class GWView, class GBView, class Then = NoEpilogue>
 double add_gradient(const execution_space& exec, const View1<Acc>& sums, const GWView& grad_w,
-                    const GBView& grad_b, bool pair_order) {
+                    const GBView& grad_b, bool pair_order, long long first = 0, const Then& then = Then()) {
+  using Range = Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>;
   const long long F = static_cast<long long>(grad_w.extent(0));
   const bool has_b = grad_b.extent(0) > 0;
-  Kokkos::parallel_for(
-      "kpmap::model::add_gradient", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, F + 1),
-      KOKKOS_LAMBDA(long long j) {
-        if (j < F) grad_w(j) += Acc(2) * sums(pair_order ? pair_slot(j, F) : j);
-        else if (has_b) grad_b(0) += Acc(2) * sums(F);
-      });
+  if constexpr (host_execution_v) {
+    const long long slots = F + (has_b ? 1 : 0);
+    Kokkos::parallel_for(
+        "kpmap::model::add_gradient", Range(exec, 0, (slots + epilogue_run - 1) / epilogue_run), [=](long long c) {
+          const long long j0 = c * epilogue_run, j1 = slots < j0 + epilogue_run ? slots : j0 + epilogue_run;
+          const long long w1 = j1 < F ? j1 : F;
+          if (pair_order) {
+            for (long long j = j0; j < w1; ++j) grad_w(j) += Acc(2) * sums(pair_slot(j, F));
+          } else {
+            for (long long j = j0; j < w1; ++j) grad_w(j) += Acc(2) * sums(j);
+          }
+          if (j1 > F) grad_b(0) += Acc(2) * sums(F);
+          then.host(first + j0, first + j1);
+        });
+  } else {
+    Kokkos::parallel_for(
+        "kpmap::model::add_gradient", Range(exec, 0, F + 1), KOKKOS_LAMBDA(long long j) {
+          if (j < F) {
+            grad_w(j) += Acc(2) * sums(pair_order ? pair_slot(j, F) : j);
+          } else if (has_b) {
+            grad_b(0) += Acc(2) * sums(F);
+          } else {
+            return;
+          }
+          if constexpr (has_epilogue_v<Then>) then(first + j);
+        });
+  }
   Acc loss = 0;
   Kokkos::deep_copy(exec, loss, Kokkos::subview(sums, F + 1));
   exec.fence();

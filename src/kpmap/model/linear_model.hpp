@@ -41,6 +41,12 @@
 // columns of every row). With kokkos_kernels, pass 2 is gemv "T" on the window; bitwise equality
 // with fused() then depends on the BLAS library (tests/unit/test_model_split.cpp says what holds).
 //
+// Epilogue: fused, backward, residual, residual_from_z and gradient_columns take an optional last
+// argument `then` (model/epilogue.hpp) that is handed each gradient slot of [w, b] the call adds
+// to, once it holds its sum, while it is still in L1 (after the gemv on the kokkos_kernels path):
+// the trainer passes the cast of the finished gradient to the communication wire to the last
+// micro-batch's calls.
+//
 // Types: T is the storage type of X, y and the parameters; Acc the type residuals, z and the
 // gradient are accumulated in (Acc = T by default; the gradient Views are View1<Acc>). Every
 // call runs its kernels on `exec` and returns after they have completed (the loss sum is read
@@ -62,6 +68,7 @@
 #include "kpmap/core/half.hpp"
 #include "kpmap/core/types.hpp"
 #include "kpmap/model/blas_kernels.hpp"
+#include "kpmap/model/epilogue.hpp"
 #include "kpmap/model/fused_kernels.hpp"
 #include "kpmap/model/gradient_kernel.hpp"
 #include "kpmap/model/team_kernels.hpp"
@@ -117,50 +124,55 @@ class LinearModel {
 
   // From z = X w + b (all model ranks' parts): grad_w += 2 X^T r, grad_b += 2 sum(r) with
   // r = z - y; returns sum(r^2).
-  template <class XView, class ZView, class YView, class GWView, class GBView>
+  template <class XView, class ZView, class YView, class GWView, class GBView, class Then = model_detail::NoEpilogue>
   double backward(const execution_space& exec, const XView& X, const ZView& z, const YView& y,
-                  const GWView& grad_w, const GBView& grad_b) {
+                  const GWView& grad_w, const GBView& grad_b, const Then& then = Then()) {
     check(X, grad_w, grad_b, z.extent(0) == X.extent(0) && y.extent(0) == X.extent(0), "z, y");
     if (kernel_ == GradientKernel::fused) {
       const View1<Acc> s = sums(X.extent(1));
       model_detail::reduce_rows<model_detail::FromZ, Acc>(exec, X, y, grad_w, grad_b, z, s);
-      return model_detail::add_gradient(exec, s, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>);
+      return model_detail::add_gradient(exec, s, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>, 0, then);
     }
     if (kernel_ == GradientKernel::team) {
       const View1<Acc> s = sums(X.extent(1));
       model_detail::team_reduce<model_detail::FromZ, Acc, model_detail::Part::all>(
           exec, X, y, grad_w, grad_b, z, z, 0, 0, team_work(X.extent(0), X.extent(1)), s);
-      return model_detail::add_gradient(exec, s, grad_w, grad_b, false);
+      return model_detail::add_gradient(exec, s, grad_w, grad_b, false, 0, then);
     }
     exec.fence();
     const View1<C> r = work(rows_, X.extent(0), "kpmap::model::residual");
     model_detail::blas_residual_from_z(z, y, r);
-    return model_detail::blas_gradient<C, Acc>(blas_x(X), r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));
+    const double loss = model_detail::blas_gradient<C, Acc>(blas_x(X), r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));
+    model_detail::run_epilogue(exec, 0, slots(grad_w, grad_b), then);
+    return loss;
   }
 
   // One rank holds all features: loss sum and gradient sums in one pass over X (fused) or
   // gemv N + gemv T (kokkos_kernels); accumulates into grad_w / grad_b, returns sum(r^2).
-  template <class XView, class YView, class WView, class BView, class GWView, class GBView>
+  template <class XView, class YView, class WView, class BView, class GWView, class GBView,
+            class Then = model_detail::NoEpilogue>
   double fused(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
-               const GWView& grad_w, const GBView& grad_b) {
+               const GWView& grad_w, const GBView& grad_b, const Then& then = Then()) {
     check(X, w, b, y.extent(0) == X.extent(0), "y");
     check(X, grad_w, grad_b, true, "");
     if (kernel_ == GradientKernel::fused) {
       const View1<Acc> s = sums(X.extent(1));
       model_detail::reduce_rows<model_detail::Fused, Acc>(exec, X, y, w, b, y, s);
-      return model_detail::add_gradient(exec, s, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>);
+      return model_detail::add_gradient(exec, s, grad_w, grad_b, model_detail::pair_order_v<Acc, XView>, 0, then);
     }
     if (kernel_ == GradientKernel::team) {
       const View1<Acc> s = sums(X.extent(1));
       model_detail::team_reduce<model_detail::Fused, Acc, model_detail::Part::all>(
           exec, X, y, w, b, y, y, 0, 0, team_work(X.extent(0), X.extent(1)), s);
-      return model_detail::add_gradient(exec, s, grad_w, grad_b, false);
+      return model_detail::add_gradient(exec, s, grad_w, grad_b, false, 0, then);
     }
     exec.fence();
     const View1<C> r = work(rows_, X.extent(0), "kpmap::model::residual");
     const auto Xc = blas_x(X);  // one widening pass serves both gemv calls
     model_detail::blas_residual(Xc, blas_w(w), b, y, r);
-    return model_detail::blas_gradient<C, Acc>(Xc, r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));
+    const double loss = model_detail::blas_gradient<C, Acc>(Xc, r, grad_w, grad_b, work(cols_, X.extent(1), "kpmap::model::cols"));
+    model_detail::run_epilogue(exec, 0, slots(grad_w, grad_b), then);
+    return loss;
   }
 
   // ---- The two-pass gradient (see the top of this file) ----
@@ -172,36 +184,39 @@ class LinearModel {
   // strides) reads the float copy of X made here instead of copying its window again, so X must
   // not be modified in between. (So does it after fused(), backward() or forward_partial() of
   // that X; residual_from_z makes no copy, and each window then copies its own columns.)
-  template <class XView, class YView, class WView, class BView, class RView, class GBView>
+  template <class XView, class YView, class WView, class BView, class RView, class GBView,
+            class Then = model_detail::NoEpilogue>
   double residual(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
-                  const RView& r, const GBView& grad_b) {
+                  const RView& r, const GBView& grad_b, const Then& then = Then()) {
     check(X, w, b, y.extent(0) == X.extent(0) && r.extent(0) == X.extent(0), "y, r");
     check(X, w, grad_b, true, "");
     check_residual_view<RView>();
     if (kernel_ == GradientKernel::fused) {
       const View1<Acc> s = sums(0);
       model_detail::reduce_part<model_detail::Fused, Acc, model_detail::Part::residual>(exec, X, y, w, b, y, r, 0, 0, s);
-      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false);
+      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false, bias_slot(X), then);
     }
     if (kernel_ == GradientKernel::team) {
       const View1<Acc> s = sums(0);
       model_detail::team_reduce<model_detail::Fused, Acc, model_detail::Part::residual>(
           exec, X, y, w, b, y, r, 0, 0, team_work(X.extent(0), 0), s);
-      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false);
+      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false, bias_slot(X), then);
     }
     exec.fence();
     const View1<C> rc = blas_r(r);
     model_detail::blas_residual(blas_x(X), blas_w(w), b, y, rc);
-    return blas_finish_residual(r, rc, grad_b);
+    const double loss = blas_finish_residual(r, rc, grad_b);
+    model_detail::run_epilogue(exec, bias_slot(X), static_cast<long long>(grad_b.extent(0)), then);
+    return loss;
   }
 
   // Pass 1, model-parallel: from z = X w + b (all model ranks' parts), r(i) = z(i) - y(i),
   // grad_b += 2 sum(r); returns sum(r^2). The arithmetic of backward(): its loss sum and grad_b
   // bitwise (both kernels, host backends). X gives the rows (and, for fused, the kernel's
   // work items); it is not read.
-  template <class XView, class ZView, class YView, class RView, class GBView>
+  template <class XView, class ZView, class YView, class RView, class GBView, class Then = model_detail::NoEpilogue>
   double residual_from_z(const execution_space& exec, const XView& X, const ZView& z, const YView& y,
-                         const RView& r, const GBView& grad_b) {
+                         const RView& r, const GBView& grad_b, const Then& then = Then()) {
     static_assert(XView::rank == 2 && ZView::rank == 1 && YView::rank == 1 && GBView::rank == 1, "X rank 2, vectors rank 1");
     check_residual_view<RView>();
     const std::size_t n = X.extent(0);
@@ -214,27 +229,29 @@ class LinearModel {
     if (kernel_ == GradientKernel::fused) {
       const View1<Acc> s = sums(0);
       model_detail::reduce_part<model_detail::FromZ, Acc, model_detail::Part::residual>(exec, X, y, r, grad_b, z, r, 0, 0, s);
-      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false);
+      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false, bias_slot(X), then);
     }
     if (kernel_ == GradientKernel::team) {
       const View1<Acc> s = sums(0);
       model_detail::team_reduce<model_detail::FromZ, Acc, model_detail::Part::residual>(
           exec, X, y, r, grad_b, z, r, 0, 0, team_work(n, 0), s);
-      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false);
+      return model_detail::add_gradient(exec, s, View1<Acc>(), grad_b, false, bias_slot(X), then);
     }
     exec.fence();
     const View1<C> rc = blas_r(r);
     model_detail::blas_residual_from_z(z, y, rc);
-    return blas_finish_residual(r, rc, grad_b);
+    const double loss = blas_finish_residual(r, rc, grad_b);
+    model_detail::run_epilogue(exec, bias_slot(X), static_cast<long long>(grad_b.extent(0)), then);
+    return loss;
   }
 
   // Pass 2: grad_w(j) += 2 sum_i r(i) X(i, c0 + j) for j < grad_w.extent(0), with r from pass 1
   // on the same X; grad_w is the window [c0, c0 + grad_w.extent(0)) of the full gradient (a
   // contiguous View1<Acc>). Any partition of [0, F) into windows, one call each, gives the
   // gradient of fused() / backward() (bitwise with the fused kernel on host backends).
-  template <class XView, class RView, class GWView>
+  template <class XView, class RView, class GWView, class Then = model_detail::NoEpilogue>
   void gradient_columns(const execution_space& exec, const XView& X, const RView& r, long long c0,
-                        const GWView& grad_w) {
+                        const GWView& grad_w, const Then& then = Then()) {
     static_assert(XView::rank == 2 && RView::rank == 1 && GWView::rank == 1, "X rank 2, vectors rank 1");
     static_assert(!std::is_same_v<typename GWView::array_layout, Kokkos::LayoutStride>,
                   "parameter and gradient Views must be contiguous");
@@ -253,14 +270,14 @@ class LinearModel {
       const View1<Acc> s = sums(static_cast<std::size_t>(width));
       // The tag only picks how a residual is formed, which this part does not do.
       model_detail::reduce_part<model_detail::FromZ, Acc, model_detail::Part::columns>(exec, X, r, r, r, r, r, c0, width, s);
-      model_detail::add_gradient(exec, s, grad_w, View1<Acc>(), model_detail::pair_order_v<Acc, XView>);
+      model_detail::add_gradient(exec, s, grad_w, View1<Acc>(), model_detail::pair_order_v<Acc, XView>, c0, then);
       return;
     }
     if (kernel_ == GradientKernel::team) {
       const View1<Acc> s = sums(static_cast<std::size_t>(width));
       model_detail::team_reduce<model_detail::FromZ, Acc, model_detail::Part::columns>(
           exec, X, r, r, r, r, r, c0, width, team_work(X.extent(0), static_cast<std::size_t>(width)), s);
-      model_detail::add_gradient(exec, s, grad_w, View1<Acc>(), false);
+      model_detail::add_gradient(exec, s, grad_w, View1<Acc>(), false, c0, then);
       return;
     }
     exec.fence();
@@ -290,6 +307,7 @@ class LinearModel {
       model_detail::blas_columns<C, Acc>(Kokkos::subview(X, Kokkos::ALL, window), rc, grad_w, wc);
     }
     Kokkos::fence();
+    model_detail::run_epilogue(exec, c0, width, then);
   }
 
   // Bytes of the workspace this model holds (for the report's memory field).
@@ -311,6 +329,16 @@ class LinearModel {
       return data == o.data && rows == o.rows && cols == o.cols && stride0 == o.stride0 && stride1 == o.stride1;
     }
   };
+
+  // The flat gradient's slot of the bias: after this model rank's features.
+  template <class XView>
+  static long long bias_slot(const XView& X) {
+    return static_cast<long long>(X.extent(1));
+  }
+  template <class GWView, class GBView>
+  static long long slots(const GWView& grad_w, const GBView& grad_b) {
+    return static_cast<long long>(grad_w.extent(0) + grad_b.extent(0));
+  }
 
   template <class RView>
   static void check_residual_view() {

@@ -6,6 +6,8 @@
 //   start(k) ... finish():   the weighted pmean over `data` of the step's statistics
 //                            stats = [grad sums..., loss_sum, count] (Acc, the kernels'
 //                            accumulation type; n + 2 slots for n parameters), bucket by bucket.
+//   gradient_cast(...):      the cast of the gradient slots to the wire, as the gradient kernels'
+//                            epilogue (model/epilogue.hpp), before start().
 //   with_mean_gradient(f):   the mean gradient, read from the reduced wire by the optimizer.
 //   gather_params(shard):    reduce_scatter only: all_gather of the updated shards over `data`.
 //   own_nonfinite(k), check_finite(...): whether any rank's loss or gradient is not finite, and
@@ -31,7 +33,9 @@
 // significant bits). A loss that still comes back 0 or Inf moves e by 16 for the next step. The
 // slots keep their meaning, so a 16-bit wire moves exactly half the bytes of an fp32 one. The cast
 // is applied on a one-rank data axis too (nothing moves), so the answer does not depend on how many
-// ranks share the batch.
+// ranks share the batch. The gradient slots are cast by the gradient kernels as they finish them
+// (gradient_cast: their epilogue, WireCast), and start() casts the rest; to_wire alone writes the
+// same wire.
 //
 // Strategies. allreduce: the wire is the n + 2 slots in order, psum'ed over `data`; every rank
 // gets the whole mean gradient. reduce_scatter: data rank r owns the contiguous shard
@@ -113,6 +117,19 @@ struct WireLayout {
     if (o >= shard) return n + (o - shard);
     return r * shard + o < n ? r * shard + o : -1;
   }
+  // The inverse for gradient slots: the position of slot i < n, and the end of the run of slots
+  // from i whose positions follow one another (one rank's block of one bucket).
+  KOKKOS_INLINE_FUNCTION long long position(long long i) const {
+    if (!sharded) return i;
+    const long long r = i / shard, o = i - r * shard, k = o / bucket;
+    const long long width = bucket < shard + 2 - k * bucket ? bucket : shard + 2 - k * bucket;
+    return ranks * k * bucket + r * width + (o - k * bucket);
+  }
+  long long run_end(long long i) const {
+    if (!sharded) return n;
+    const long long r = i / shard, k = (i - r * shard) / bucket;
+    return std::min({r * shard + (k + 1) * bucket, (r + 1) * shard, n});
+  }
 };
 
 // C(value * factor), the product in float for float sums (rounded once more to C), else in double.
@@ -137,6 +154,7 @@ inline constexpr bool host_bf16_cast = std::is_same_v<Acc, float> && std::is_sam
 
 // wire(p) = C(stats(slot(p)) * factor) for the positions of bucket k: grad_factor for the
 // gradient slots, then the loss slot's and the count slot's factors; 0 for padding.
+// gradient_cast: the gradient slots are in the wire already (WireCast); only the rest is cast.
 // Each rank's block of the bucket starts with a run of gradient slots that are contiguous in
 // stats (r s + k c onwards; with allreduce, one block: slot p is position p): that run takes one
 // kernel without branches, which the compiler vectorises (the cast to a 16-bit wire is most of
@@ -145,7 +163,7 @@ inline constexpr bool host_bf16_cast = std::is_same_v<Acc, float> && std::is_sam
 // elements unless a shard is mostly padding.
 template <class Acc, class C>
 void to_wire(const execution_space& exec, const WireLayout& layout, const View1<Acc>& stats, const View1<C>& wire,
-             long long k, double grad_factor, double loss_factor, double count_factor) {
+             long long k, double grad_factor, double loss_factor, double count_factor, bool gradient_cast = false) {
   using Range = Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>;
   const long long n = layout.n, width = layout.bucket_width(k), first = k * layout.bucket;
   for (long long r = 0; r < layout.ranks; ++r) {
@@ -154,7 +172,7 @@ void to_wire(const execution_space& exec, const WireLayout& layout, const View1<
     // gradient slots of this block: o < shard (sharded) and base + o < n
     const long long grad_end = layout.sharded ? std::min(layout.shard, n - base) : n;
     const long long run = std::max(0LL, std::min(first + width, grad_end) - first);
-    if (run > 0) {
+    if (run > 0 && !gradient_cast) {
       const long long offset = base + first - begin;  // stats index - wire position
       if constexpr (host_bf16_cast<Acc, C>) {
         // chunks of host_run slots, each cast by the host's SIMD loop (bitwise scaled_to)
@@ -186,6 +204,63 @@ void to_wire(const execution_space& exec, const WireLayout& layout, const View1<
         });
   }
 }
+
+// The cast of the gradient slots to the wire as the gradient kernel finishes them: the epilogue
+// (model/epilogue.hpp) of the step's last gradient call of each slot, so that the slots are cast
+// while still in L1 and not in a pass of their own (StepComm::gradient_cast). The same values as
+// to_wire's: wire(position(i)) = C(stats(i) * factor) for gradient slot i. The wire type is a
+// run-time choice (one type of epilogue, not one per wire type, for the gradient kernels); the
+// wire of the other types is empty, and a WireCast without a wire (active false) does nothing.
+template <class Acc>
+struct WireCast {
+  Dtype type = Dtype::fp32;
+  bool active = false;
+  View1<Acc> stats;
+  WireLayout layout;
+  double factor = 1.0;
+  View1<double> fp64;
+  View1<float> fp32;
+  View1<bf16> bf16s;
+  View1<fp16> fp16s;
+
+  void host(long long j0, long long j1) const {
+    if (!active) return;
+    for (long long i = j0; i < j1;) {
+      const long long end = std::min(j1, layout.run_end(i)), p = layout.position(i);
+      switch (type) {
+        case Dtype::fp64: cast_run(i, end, fp64.data() + p); break;
+        case Dtype::fp32: cast_run(i, end, fp32.data() + p); break;
+        case Dtype::fp16: cast_run(i, end, fp16s.data() + p); break;
+        case Dtype::bf16:
+          if constexpr (std::is_same_v<Acc, float>) {
+            detail::scaled_to_bf16(stats.data() + i, static_cast<float>(factor), bf16s.data() + p, end - i);
+          } else {
+            cast_run(i, end, bf16s.data() + p);
+          }
+          break;
+      }
+      i = end;
+    }
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(long long i) const {
+    if (!active) return;
+    const long long p = layout.position(i);
+    const Acc v = stats(i);
+    switch (type) {
+      case Dtype::fp64: fp64(p) = scaled_to<Acc, double>(v, factor); break;
+      case Dtype::fp32: fp32(p) = scaled_to<Acc, float>(v, factor); break;
+      case Dtype::bf16: bf16s(p) = scaled_to<Acc, bf16>(v, factor); break;
+      case Dtype::fp16: fp16s(p) = scaled_to<Acc, fp16>(v, factor); break;
+    }
+  }
+
+ private:
+  template <class C>
+  void cast_run(long long i, long long end, C* to) const {
+    const Acc* from = stats.data();
+    for (long long q = i; q < end; ++q) to[q - i] = scaled_to<Acc, C>(from[q], factor);
+  }
+};
 
 // The mean gradient as the optimizer reads it from the reduced wire, element by element
 // (Optimizer::apply calls operator() once per parameter): no pass of its own over the gradient
@@ -338,6 +413,32 @@ class StepComm {
     using T = typename V::non_const_value_type;
     psum(model_, z, z);
     count(z.extent(0) * sizeof(T), {"psum", "model", dtype_v<T>}, z.extent(0) * sizeof(T));
+  }
+
+  // Before the step's last gradient call of each slot (the last micro-batch): the epilogue
+  // (model/epilogue.hpp) that casts each gradient slot of stats to the wire as the gradient
+  // kernel finishes it; start() then casts only the loss and count slots (and padding). With the
+  // same rows and scale as start(). An inactive one (nothing to cast) when the statistics
+  // themselves are the wire.
+  step_comm_detail::WireCast<Acc> gradient_cast(const execution_space& exec, const View1<Acc>& stats, long long rows,
+                                                double scale) {
+    step_comm_detail::WireCast<Acc> cast;
+    if (in_place()) return cast;
+    cast.type = active_wire();
+    cast.active = true;
+    cast.stats = stats;
+    cast.layout = layout_;
+    cast.factor = cast_ ? scale / static_cast<double>(rows) : 1.0;
+    with_wire([&](auto& w) {
+      using C = typename std::decay_t<decltype(w)>::value_type;
+      const View1<C>& send = send_buffer(exec, w);
+      if constexpr (std::is_same_v<C, double>) cast.fp64 = send;
+      if constexpr (std::is_same_v<C, float>) cast.fp32 = send;
+      if constexpr (std::is_same_v<C, bf16>) cast.bf16s = send;
+      if constexpr (std::is_same_v<C, fp16>) cast.fp16s = send;
+    });
+    gradient_cast_ = true;
+    return cast;
   }
 
   // Bucket k's slots of stats are final: cast them and start their reduction over `data`.
@@ -527,13 +628,9 @@ class StepComm {
     if (in_place()) {
       if constexpr (std::is_same_v<C, Acc>) w.send = stats;
     } else {
-      if (w.send.extent(0) == 0) {
-        w.send = View1<C>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::train::wire"),
-                          layout_.ranks * layout_.block());
-      }
       const double share = cast_ ? 1.0 / static_cast<double>(rows) : 1.0;
-      step_comm_detail::to_wire(exec, layout_, stats, w.send, k, cast_ ? scale * share : 1.0,
-                                cast_ ? std::ldexp(share, -loss_exponent_) : 1.0, share);
+      step_comm_detail::to_wire(exec, layout_, stats, send_buffer(exec, w), k, cast_ ? scale * share : 1.0,
+                                cast_ ? std::ldexp(share, -loss_exponent_) : 1.0, share, gradient_cast_);
     }
     if (receives() && w.recv.extent(0) == 0) {
       w.recv = View1<C>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::train::shard"), layout_.block());
@@ -555,10 +652,21 @@ class StepComm {
           send.extent(0) * sizeof(C));
   }
 
+  // The wire layout's buffer of w, allocated at the first use.
+  template <class C>
+  const View1<C>& send_buffer(const execution_space& exec, step_comm_detail::Wire<C>& w) {
+    if (w.send.extent(0) == 0) {
+      w.send = View1<C>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::train::wire"),
+                        layout_.ranks * layout_.block());
+    }
+    return w.send;
+  }
+
   template <class C>
   StepTotals finish_wire(const execution_space& exec, step_comm_detail::Wire<C>& w) {
     wait_all(requests_);
     requests_.clear();
+    gradient_cast_ = false;
     const View1<C>& reduced = result(w);
     const long long n = shard_size();
     const auto tail = Kokkos::subview(reduced, Kokkos::make_pair(n, n + 2));
@@ -593,6 +701,7 @@ class StepComm {
   step_comm_detail::WireLayout layout_;
   std::vector<std::vector<Range>> bucket_slots_;
   int loss_exponent_ = 0;  // the loss slot travels as loss * 2^-loss_exponent_
+  bool gradient_cast_ = false;  // this step's gradient slots are in the wire already (gradient_cast)
   double scale_of_last_ = 1.0;
   step_comm_detail::Wire<double> wire64_;
   step_comm_detail::Wire<float> wire32_;

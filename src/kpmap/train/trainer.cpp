@@ -130,9 +130,11 @@ double first_loss_estimate(const RunState<S, M, Layout>& s) {
 // partial products of each micro-batch are summed over `model` first when features are split.
 // split (comm.overlap): pass 1 only, the residuals of every row into s.r, the bias gradient and
 // the loss; the gradient of w follows bucket by bucket (column_sums), with the same sums.
-template <class S, class M, class Layout, class Model, class Comm>
+// cast (StepComm::gradient_cast): the epilogue of the last micro-batch, whose sums finish the
+// gradient slots.
+template <class S, class M, class Layout, class Model, class Comm, class Cast>
 double local_sums(RunState<S, M, Layout>& s, Model& model, Comm& comm, long long accumulation, bool split,
-                  Timers& timers) {
+                  const Cast& cast, Timers& timers) {
   const execution_space exec;
   const auto [w, b] = split_params(s.params, s.features_local);
   const auto [gw, gb] = split_params(s.grads(), s.features_local);
@@ -143,9 +145,10 @@ double local_sums(RunState<S, M, Layout>& s, Model& model, Comm& comm, long long
     const auto X = s.shard.sub_x(rows.begin + part.begin, part.size());
     const auto y = s.shard.sub_y(rows.begin + part.begin, part.size());
     const auto r = Kokkos::subview(s.r, split ? Kokkos::make_pair(part.begin, part.end) : Kokkos::make_pair(0LL, 0LL));
+    const Cast then = j + 1 == accumulation ? cast : Cast();
     if (comm.model_size() == 1) {
       ScopedPhase phase(timers, Phase::compute, split ? "residual" : "gradient", exec);
-      loss_sum += split ? model.residual(exec, X, y, w, b, r, gb) : model.fused(exec, X, y, w, b, gw, gb);
+      loss_sum += split ? model.residual(exec, X, y, w, b, r, gb, then) : model.fused(exec, X, y, w, b, gw, gb, then);
       continue;
     }
     const auto z = Kokkos::subview(s.z, Kokkos::make_pair(0LL, part.size()));
@@ -160,16 +163,16 @@ double local_sums(RunState<S, M, Layout>& s, Model& model, Comm& comm, long long
       comm.sum_partial_products(z);
     }
     ScopedPhase phase(timers, Phase::compute, split ? "residual" : "backward", exec);
-    loss_sum += split ? model.residual_from_z(exec, X, z, y, r, gb) : model.backward(exec, X, z, y, gw, gb);
+    loss_sum += split ? model.residual_from_z(exec, X, z, y, r, gb, then) : model.backward(exec, X, z, y, gw, gb, then);
   }
   return loss_sum;
 }
 
 // comm.overlap, pass 2: the gradient of the columns among `slots` (one bucket's; the slots past
 // the features are the bias, summed in pass 1), every micro-batch, in micro-batch order.
-template <class S, class M, class Layout, class Model>
+template <class S, class M, class Layout, class Model, class Cast>
 void column_sums(RunState<S, M, Layout>& s, Model& model, const std::vector<Range>& slots, long long accumulation,
-                 Timers& timers) {
+                 const Cast& cast, Timers& timers) {
   const execution_space exec;
   ScopedPhase phase(timers, Phase::compute, "gradient_columns", exec);
   const Range rows = s.shard.batch_rows(s.shard.plan.batch_of_step(s.step));
@@ -179,7 +182,7 @@ void column_sums(RunState<S, M, Layout>& s, Model& model, const std::vector<Rang
       const Range part = block_range(rows.size(), j, accumulation);
       model.gradient_columns(exec, s.shard.sub_x(rows.begin + part.begin, part.size()),
                              Kokkos::subview(s.r, Kokkos::make_pair(part.begin, part.end)), c0,
-                             Kokkos::subview(s.stats, Kokkos::make_pair(c0, c1)));
+                             Kokkos::subview(s.stats, Kokkos::make_pair(c0, c1)), j + 1 == accumulation ? cast : Cast());
     }
   }
 }
@@ -222,7 +225,12 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
   }
   Kokkos::deep_copy(exec, s.stats, Acc(0));
   const bool overlap = spec.comm_spec.overlap;
-  const double loss_sum = local_sums(s, model, comm, spec.accumulation, overlap, timers);
+  // The gradient kernels cast each finished gradient slot to the wire, except at a step where a
+  // test injects an Inf after them (start() then casts every slot).
+  const bool inject = s.step + 1 == spec.inject_step && rank == spec.inject_rank;
+  using Cast = decltype(comm.gradient_cast(exec, s.stats, spec.batch, scaler.scale()));
+  const Cast cast = inject ? Cast() : comm.gradient_cast(exec, s.stats, spec.batch, scaler.scale());
+  const double loss_sum = local_sums(s, model, comm, spec.accumulation, overlap, cast, timers);
   const std::array<Acc, 2> tail{static_cast<Acc>(loss_sum), static_cast<Acc>(s.shard.rows_per_batch())};
   Kokkos::deep_copy(exec, Kokkos::subview(s.stats, s.n_params), tail[0]);
   Kokkos::deep_copy(exec, Kokkos::subview(s.stats, s.n_params + 1), tail[1]);
@@ -232,8 +240,8 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
   double first_start = 0;
   bool own_nonfinite = !std::isfinite(loss_sum);
   for (long long k = 0; k < comm.buckets(); ++k) {
-    if (overlap) column_sums(s, model, comm.bucket_slots(k), spec.accumulation, timers);
-    if (k == 0 && s.step + 1 == spec.inject_step && rank == spec.inject_rank) {  // slot 0 is in bucket 0
+    if (overlap) column_sums(s, model, comm.bucket_slots(k), spec.accumulation, cast, timers);
+    if (k == 0 && inject) {  // slot 0 is in bucket 0
       Kokkos::deep_copy(exec, Kokkos::subview(s.stats, 0), std::numeric_limits<Acc>::infinity());
     }
     own_nonfinite = comm.own_nonfinite(exec, s.stats, k) || own_nonfinite;
