@@ -8,7 +8,8 @@
 // [j0, j1) calls, once each slot holds its sum:
 //   then.host(j0, j1)  on host backends, for runs of at most epilogue_run slots, just after
 //                      writing them;
-//   then(j)            on device backends, once per slot, in the thread that wrote it.
+//   then(j)            on device backends, once per slot, in the thread that wrote it (in a
+//                      kernel of its own after a library call: run_epilogue).
 // An Epilogue only reads the slots (through its own View of the gradient) and writes elsewhere.
 #pragma once
 
@@ -21,7 +22,7 @@
 
 namespace kpmap::model_detail {
 
-// Slots per host call: a run of fp32 slots fills 16 KiB, half of L1.
+// Slots per host call: 16 KiB of fp32 slots (32 KiB of fp64), inside L1 or L2.
 inline constexpr long long epilogue_run = 4096;
 
 // The default: nothing after the gradient.

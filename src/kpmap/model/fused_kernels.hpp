@@ -642,7 +642,7 @@ double add_gradient(const execution_space& exec, const View1<Acc>& sums, const G
           } else {
             return;
           }
-          if constexpr (has_epilogue_v<Then>) then(first + j);
+          then(first + j);
         });
   }
   Acc loss = 0;
