@@ -181,11 +181,11 @@ void wire_table(const std::vector<Variant>& variants, const Options& o, const kp
 // Table 4: the parts of one allreduce reduction of n + 2 fp32 sums (n = --features), each part
 // fenced and timed on its own, the ranks aligned by a barrier before each wire's sequence; each
 // figure is the median over --steps x --repetitions of the maximum over ranks. The gradient
-// slots are cast to the bf16 wire before its collective, untimed, as in table 3. Then what that
-// cast costs, timed apart: as the epilogue of the gradient's last pass (add_gradient of n sums
-// with WireCast, less add_gradient alone) and as a pass of its own (to_wire), in alternate steps,
-// each the first write to the wire since its collective. False when a finite check on any rank
-// saw an Inf or NaN (every sum is finite).
+// slots are cast to the bf16 wire before its collective, untimed, as in table 3. Then, in a
+// sequence of its own, what that cast costs: as the epilogue of the gradient's last pass
+// (add_gradient of n sums with WireCast, less add_gradient alone) and as a pass of its own
+// (to_wire), in alternate steps, each the first write to the wire since its collective. False
+// when a finite check on any rank saw an Inf or NaN (every sum is finite).
 bool parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
   namespace sd = kpmap::step_comm_detail;
   namespace md = kpmap::model_detail;
@@ -230,9 +230,15 @@ bool parts_table(const Options& o, const kpmap::Mesh& mesh, bool root) {
       lap(fp32_sum, keep);
       bad += sd::any_nonfinite(exec, stats);
       lap(fp32_check, keep);
-      // The cast of the gradient slots: in the gradient's last pass (even steps) or as a pass of
-      // its own (odd steps), each the first write to the wire after its collective, as in a
-      // training step.
+    }
+  }
+  // The cast of the gradient slots, in a sequence of its own: in the gradient's last pass (even
+  // steps) or as a pass of its own (odd steps), each the first write to the wire since its
+  // collective (untimed here), as in a training step.
+  for (int rep = 0; rep < o.repetitions; ++rep) {
+    for (long long step = 0; step <= o.steps; ++step) {
+      const bool keep = step > 0;
+      kpmap::psum(exec, data, wire, wire);
       fill_aligned(exec, stats, n, o.rows);
       mark = MPI_Wtime();
       md::add_gradient(exec, sums, grad, kpmap::View1<float>(), false);
