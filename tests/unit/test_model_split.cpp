@@ -2,8 +2,10 @@
 // window) against the one-pass fused() / backward(): with the fused and team kernels bitwise, for every
 // partition of the columns into windows, with and without bias, onto non-zero gradients and over
 // two micro-batches; with kokkos_kernels, loss and grad_b bitwise on host backends and grad_w to
-// rounding (see KokkosKernelsWindowsMatch). Run at one thread by ctest (test_model_split) and at two
-// (test_model_split.threads2, OpenMP builds): the contract holds for any fixed thread count.
+// rounding (see KokkosKernelsWindowsMatch). And the epilogue (`then`) of every call, one pass and
+// two: each gradient slot handed over once, holding its final sum (EpilogueSeesEverySlotOnceFinal).
+// Run at one thread by ctest (test_model_split) and at two (test_model_split.threads2, OpenMP
+// builds): the contract holds for any fixed thread count.
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
