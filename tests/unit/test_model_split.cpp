@@ -349,7 +349,9 @@ void check_epilogue(long long n, long long F, bool bias, const Windows& windows)
         kpmap::execution_space exec;
         kpmap::LinearModel<T, Acc> model(kernel);
         const View1<Acc> g = c.grads();
-        const auto [gw, gb] = kpmap::split_params(g, F);
+        const auto parts = kpmap::split_params(g, F);  // not a structured binding: the lambda below captures them
+        const auto gw = parts.first;
+        const auto gb = parts.second;
         const Record<Acc> record{g, View1<Acc>("seen", slots), View1<int>("calls", slots + 1), slots};
         View1<Acc> r("r", c.n);
         for (int k : {1, 0}) {
