@@ -428,7 +428,7 @@ class StepComm {
     cast.active = true;
     cast.stats = stats;
     cast.layout = layout_;
-    cast.factor = cast_ ? scale / static_cast<double>(rows) : 1.0;
+    cast.factor = grad_factor(rows, scale);
     with_wire([&](auto& w) {
       using C = typename std::decay_t<decltype(w)>::value_type;
       const View1<C>& send = send_buffer(exec, w);
@@ -629,7 +629,7 @@ class StepComm {
       if constexpr (std::is_same_v<C, Acc>) w.send = stats;
     } else {
       const double share = cast_ ? 1.0 / static_cast<double>(rows) : 1.0;
-      step_comm_detail::to_wire(exec, layout_, stats, send_buffer(exec, w), k, cast_ ? scale * share : 1.0,
+      step_comm_detail::to_wire(exec, layout_, stats, send_buffer(exec, w), k, grad_factor(rows, scale),
                                 cast_ ? std::ldexp(share, -loss_exponent_) : 1.0, share, gradient_cast_);
     }
     if (receives() && w.recv.extent(0) == 0) {
@@ -650,6 +650,12 @@ class StepComm {
     }
     count(send.extent(0) * sizeof(C), {sharded() ? "psum_scatter" : "psum", "data", dtype_v<C>},
           send.extent(0) * sizeof(C));
+  }
+
+  // The gradient slots' factor on the wire: scale / B for a cast wire (as scale * (1 / B), the one
+  // expression for gradient_cast and start()), 1 otherwise.
+  double grad_factor(long long rows, double scale) const {
+    return cast_ ? scale * (1.0 / static_cast<double>(rows)) : 1.0;
   }
 
   // The wire layout's buffer of w, allocated at the first use.

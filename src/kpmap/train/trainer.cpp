@@ -228,7 +228,7 @@ HistoryEntry step(RunState<S, M, Layout>& s, Model& model, Comm& comm, LossScale
   // The gradient kernels cast each finished gradient slot to the wire, except at a step where a
   // test injects an Inf after them (start() then casts every slot).
   const bool inject = s.step + 1 == spec.inject_step && rank == spec.inject_rank;
-  using Cast = decltype(comm.gradient_cast(exec, s.stats, spec.batch, scaler.scale()));
+  using Cast = step_comm_detail::WireCast<Acc>;
   const Cast cast = inject ? Cast() : comm.gradient_cast(exec, s.stats, spec.batch, scaler.scale());
   const double loss_sum = local_sums(s, model, comm, spec.accumulation, overlap, cast, timers);
   const std::array<Acc, 2> tail{static_cast<Acc>(loss_sum), static_cast<Acc>(s.shard.rows_per_batch())};
