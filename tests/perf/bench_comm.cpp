@@ -12,10 +12,10 @@
 //      here, and the optimizer unscales the reduced wire as it reads it), the ranks aligned by a
 //      barrier before each step's reduction: timing.comm in (1) also holds the time a rank waits
 //      for the other to finish its gradient, which on two ranks sharing two cores with the host's
-//      other work can exceed the reduction itself. The allreduce rows again "cold": each step's
-//      reduction after a read of as many bytes as the rank's X (untimed), which leaves the caches
-//      as a training step's gradient pass does; (3) otherwise repeats the reduction on buffers
-//      still in cache.
+//      other work can exceed the reduction itself. The allreduce rows again "after gradient": each
+//      step's reduction after the trainer's gradient pass (the fused kernel) over an X of as many
+//      bytes as the rank's X (untimed); (3) otherwise repeats the reduction on buffers still in
+//      cache.
 //   4. the parts of (3)'s allreduce for each wire, timed one by one: for fp32 the psum of the sums
 //      in place; for bf16 the 16-bit psum (with the cast of the loss and count slots); for both
 //      the finite check of the reduced wire (the calls StepComm makes for one bucket). And what
@@ -42,6 +42,7 @@
 #include "kpmap/mesh/mpi_env.hpp"
 #include "kpmap/model/epilogue.hpp"
 #include "kpmap/model/fused_kernels.hpp"
+#include "kpmap/model/linear_model.hpp"
 #include "kpmap/train/step_comm.hpp"
 #include "kpmap/train/trainer.hpp"
 
@@ -90,7 +91,7 @@ struct Variant {
   kpmap::Dtype wire;
   long long bucket_bytes;
   bool overlap;
-  bool cold = false;  // table 3: read X's bytes before each reduction, as the gradient's pass does
+  bool after_gradient = false;  // table 3: the gradient pass over the rank's X before each reduction
 };
 
 struct Sample {
@@ -143,24 +144,35 @@ void fill_aligned(const kpmap::execution_space& exec, const kpmap::View1<float>&
 }
 
 // Seconds per reduction of a gradient of n fp32 slots (table 3): the median over `steps`, each the
-// maximum over ranks, after one untimed reduction that allocates the wire buffers. A `cold`
-// variant reads rows x n fp32 values (the bytes of the rank's X) before each step, untimed, so the
-// reduction starts from the caches a training step's gradient pass leaves it.
+// maximum over ranks, after one untimed reduction that allocates the wire buffers. An
+// `after_gradient` variant runs the trainer's gradient pass (LinearModel::fused, the fused kernel,
+// over an X of rows x n fp32 values, as many bytes as the rank's X) before each step, untimed, so
+// the reduction starts from the state a training step's gradient pass leaves it in.
 double wire_seconds(const kpmap::Mesh& mesh, const Variant& v, long long n, long long rows, long long steps) {
   const kpmap::execution_space exec;
   kpmap::StepComm<float> comm(mesh, v.wire, false, {v.strategy, v.bucket_bytes, v.overlap}, n);
   kpmap::View1<float> stats("bench::stats", n + 2);
   kpmap::View1<float> shard("bench::shard", comm.shard_size()), gathered("bench::gathered", comm.gathered_size());
-  const kpmap::View1<float> x("bench::x", v.cold ? rows * n : 0);
+  // The gradient pass: X = 1, y = 1, w = 0, b = 0, so every residual is -1, the loss sum is rows
+  // and every gradient sum is -2 rows (exact in fp32).
+  const long long x_rows = v.after_gradient ? rows : 0, x_cols = v.after_gradient ? n : 0;
+  const Kokkos::View<float**, Kokkos::LayoutRight, kpmap::device_type> x("bench::x", x_rows, x_cols);
+  const kpmap::View1<float> y("bench::y", x_rows), w("bench::w", x_cols), b("bench::b", 1);
+  const kpmap::View1<float> gw("bench::gw", x_cols), gb("bench::gb", 1);
   Kokkos::deep_copy(exec, x, 1.0f);
+  Kokkos::deep_copy(exec, y, 1.0f);
+  kpmap::LinearModel<float> model(kpmap::GradientKernel::fused);
   std::vector<double> times;
   for (long long step = 0; step <= steps; ++step) {
-    if (v.cold) {
-      double sum = 0;
-      Kokkos::parallel_reduce(
-          "bench::read_x", Kokkos::RangePolicy<kpmap::execution_space>(exec, 0, x.extent(0)),
-          KOKKOS_LAMBDA(std::size_t i, double& s) { s += x(i); }, sum);
-      if (sum != static_cast<double>(x.extent(0))) std::fprintf(stderr, "bench_comm: read of X went wrong\n");
+    if (v.after_gradient) {
+      Kokkos::deep_copy(exec, gw, 0.0f);
+      Kokkos::deep_copy(exec, gb, 0.0f);
+      const double loss = model.fused(exec, x, y, w, b, gw, gb);
+      float g0 = 0;
+      Kokkos::deep_copy(g0, Kokkos::subview(gw, n - 1));
+      if (loss != static_cast<double>(x_rows) || g0 != -2.0f * static_cast<float>(x_rows)) {
+        std::fprintf(stderr, "bench_comm: the gradient pass went wrong\n");
+      }
     }
     // The gradient slots cast to the wire as the trainer's gradient kernel does, before the timing.
     fill_aligned(exec, stats, n, rows, comm.gradient_cast(exec, stats, rows * mesh.size(), 1.0));
@@ -184,13 +196,13 @@ void wire_table(const std::vector<Variant>& variants, const Options& o, const kp
     }
   }
   if (!root) return;
-  std::printf("\nthe reduction alone (StepComm), ranks aligned; cold: after a read of X's bytes, ratios to the "
-              "first cold row\n%-28s %12s %10s\n",
+  std::printf("\nthe reduction alone (StepComm), ranks aligned; the last rows after a gradient pass over the "
+              "rank's X, their ratios to the first of them\n%-28s %12s %10s\n",
               "variant", "ms", "vs ref");
   double ref = 0;
   for (std::size_t v = 0; v < variants.size(); ++v) {
     const double t = median(samples[v]);
-    if (v == 0 || (variants[v].cold && !variants[v - 1].cold)) ref = t;
+    if (v == 0 || (variants[v].after_gradient && !variants[v - 1].after_gradient)) ref = t;
     std::printf("%-28s %12.3f %10.3f\n", variants[v].name.c_str(), 1e3 * t, t / ref);
   }
 }
@@ -331,8 +343,8 @@ int main(int argc, char** argv) {
                 {"allreduce bf16", CommStrategy::allreduce, Dtype::bf16, 0, false},
                 {"reduce_scatter fp32", CommStrategy::reduce_scatter, Dtype::fp32, 0, false},
                 {"reduce_scatter bf16", CommStrategy::reduce_scatter, Dtype::bf16, 0, false},
-                {"allreduce fp32 cold", CommStrategy::allreduce, Dtype::fp32, 0, false, true},
-                {"allreduce bf16 cold", CommStrategy::allreduce, Dtype::bf16, 0, false, true}},
+                {"fp32 after gradient", CommStrategy::allreduce, Dtype::fp32, 0, false, true},
+                {"bf16 after gradient", CommStrategy::allreduce, Dtype::bf16, 0, false, true}},
                o, mesh, rank == 0);
     ok = parts_table(o, mesh, rank == 0);
   }
