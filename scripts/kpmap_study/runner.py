@@ -12,7 +12,7 @@ import time
 from .machine import load_1min
 from .plan import StudyInputError
 
-PHASES = ("total", "compute", "comm", "comm_in_flight", "optimizer")
+PHASES = ("total", "compute", "comm", "comm_wait", "comm_in_flight", "optimizer")
 STATS = ("avg", "max")
 
 # One row per run. Times are per step: the report's seconds over all steps divided by the steps

@@ -3,7 +3,9 @@
 // The reference for every comparison is the same run on a 1x1 mesh over MPI_COMM_SELF.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "train_common.hpp"
 
@@ -84,6 +86,34 @@ TEST(Trainer, ReportsBytesAndMemoryPerRank) {
   EXPECT_EQ(r.param_bytes, 13 * sizeof(double));
   EXPECT_EQ(r.comm_bytes_per_step, n > 1 ? 15 * sizeof(double) : 0u);
   EXPECT_EQ(r.optimizer_bytes, 0u);
+}
+
+// timing.comm_wait: the last rank naps after every step, so at every later step the other ranks
+// reach the step's reduction first and wait for it there; the napping rank, last to arrive,
+// waits for nobody.
+TEST(Trainer, CommWaitIsTheTimeSpentWaitingForTheLastRank) {
+  TrainSpec spec = small_spec(Dtype::fp64);
+  spec.steps = 5;
+  const int n = world_size();
+  const Mesh mesh(MPI_COMM_WORLD, {{"data", n}});
+  const int napper = n - 1;
+  const double nap = 0.03;  // seconds
+  const auto r = kpmap::train(spec, mesh, [&](long long, double) {
+    if (mesh.rank() == napper) std::this_thread::sleep_for(std::chrono::duration<double>(nap));
+  });
+  const double wait = r.timers.seconds(kpmap::Phase::comm_wait), comm = r.timers.seconds(kpmap::Phase::comm);
+  EXPECT_GE(wait, 0.0);
+  EXPECT_LE(wait, comm + 1e-9);
+  if (n == 1) {
+    EXPECT_EQ(wait, 0.0);
+    return;
+  }
+  // Steps 2 to 5 each start after a nap (the nap after step 5 delays no reduction).
+  if (mesh.rank() != napper) {
+    EXPECT_GE(wait, 0.75 * 4 * nap) << "rank " << mesh.rank();
+  } else {
+    EXPECT_LT(wait, 0.25 * 4 * nap);
+  }
 }
 
 }  // namespace

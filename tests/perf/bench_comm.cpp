@@ -1,8 +1,9 @@
 // The training step's gradient communication, run on two ranks of one data axis
 // (docs/performance.md):
-//   1. communication time per step (the report's timing.comm) for allreduce against
-//      reduce_scatter + all_gather, each with an fp32 and a bf16 wire, on a gradient of
-//      --features fp32 elements (1 MiB by default);
+//   1. communication time per step (the report's timing.comm; its part timing.comm_wait, the
+//      time a rank waited for the other to reach the step's collectives; and "net", comm less
+//      wait) for allreduce against reduce_scatter + all_gather, each with an fp32 and a bf16
+//      wire, on a gradient of --features fp32 elements (1 MiB by default);
 //   2. step time with comm.overlap on against off (same buckets), on a problem whose
 //      communication is a large part of the step (a small local batch);
 //   3. the gradient's reduction alone, as the trainer makes it (StepComm: the cast of the loss
@@ -95,7 +96,8 @@ struct Variant {
 };
 
 struct Sample {
-  double comm, step;  // seconds per step, max over ranks
+  double comm, wait, step;  // seconds per step, max over ranks; wait: timing.comm_wait
+  double net;               // comm - wait: the collectives once every rank was there (max over ranks)
   std::size_t bytes;
   double calls;
 };
@@ -105,9 +107,10 @@ Sample run(kpmap::TrainSpec spec, const Variant& v, const kpmap::Mesh& mesh) {
   spec.comm_spec = {v.strategy, v.bucket_bytes, v.overlap};
   const auto r = kpmap::train(spec, mesh);
   const double steps = static_cast<double>(spec.steps);
-  return {max_over_ranks(r.timers.seconds(kpmap::Phase::comm) / steps),
-          max_over_ranks(r.timers.seconds(kpmap::Phase::total) / steps), r.comm_bytes_per_step,
-          r.comm_calls_per_step};
+  const double comm = r.timers.seconds(kpmap::Phase::comm) / steps;
+  const double wait = r.timers.seconds(kpmap::Phase::comm_wait) / steps;
+  return {max_over_ranks(comm), max_over_ranks(wait), max_over_ranks(r.timers.seconds(kpmap::Phase::total) / steps),
+          max_over_ranks(comm - wait), r.comm_bytes_per_step, r.comm_calls_per_step};
 }
 
 void table(const char* title, const kpmap::TrainSpec& spec, const std::vector<Variant>& variants, const Options& o,
@@ -117,16 +120,19 @@ void table(const char* title, const kpmap::TrainSpec& spec, const std::vector<Va
     for (std::size_t v = 0; v < variants.size(); ++v) samples[v].push_back(run(spec, variants[v], mesh));
   }
   if (!root) return;
-  std::printf("\n%s\n%-28s %12s %12s %12s %8s %10s %10s\n", title, "variant", "comm ms", "step ms", "bytes/step",
-              "calls", "comm/ref", "step/ref");
-  double ref_comm = 0, ref_step = 0;
+  std::printf("\n%s\n%-28s %10s %10s %10s %10s %12s %8s %10s %10s %10s\n", title, "variant", "comm ms", "wait ms",
+              "net ms", "step ms", "bytes/step", "calls", "comm/ref", "net/ref", "step/ref");
+  double ref_comm = 0, ref_net = 0, ref_step = 0;
   for (std::size_t v = 0; v < variants.size(); ++v) {
-    std::vector<double> comm, step;
-    for (const Sample& s : samples[v]) comm.push_back(s.comm), step.push_back(s.step);
-    const double c = median(comm), t = median(step);
-    if (v == 0) ref_comm = c, ref_step = t;
-    std::printf("%-28s %12.3f %12.3f %12zu %8.1f %10.3f %10.3f\n", variants[v].name.c_str(), 1e3 * c, 1e3 * t,
-                samples[v][0].bytes, samples[v][0].calls, c / ref_comm, t / ref_step);
+    std::vector<double> comm, wait, net, step;
+    for (const Sample& s : samples[v]) {
+      comm.push_back(s.comm), wait.push_back(s.wait), net.push_back(s.net), step.push_back(s.step);
+    }
+    const double c = median(comm), w = median(wait), n = median(net), t = median(step);
+    if (v == 0) ref_comm = c, ref_net = n, ref_step = t;
+    std::printf("%-28s %10.3f %10.3f %10.3f %10.3f %12zu %8.1f %10.3f %10.3f %10.3f\n", variants[v].name.c_str(),
+                1e3 * c, 1e3 * w, 1e3 * n, 1e3 * t, samples[v][0].bytes, samples[v][0].calls, c / ref_comm,
+                n / ref_net, t / ref_step);
   }
 }
 

@@ -38,7 +38,7 @@ SAMPLES, FEATURES, BATCH, STEPS = 4096, 16, 256, 5
 EXPECTED_COLUMNS = (
     "study_id study run repeat ranks mesh data model threads backend kernel precision samples features batch steps "
     "total_s_per_step_avg total_s_per_step_max compute_s_per_step_avg compute_s_per_step_max comm_s_per_step_avg "
-    "comm_s_per_step_max comm_in_flight_s_per_step_avg comm_in_flight_s_per_step_max optimizer_s_per_step_avg "
+    "comm_s_per_step_max comm_wait_s_per_step_avg comm_wait_s_per_step_max comm_in_flight_s_per_step_avg comm_in_flight_s_per_step_max optimizer_s_per_step_avg "
     "optimizer_s_per_step_max comm_bytes_per_step comm_calls_per_step final_loss comm_model_file "
     "predicted_comm_s_per_step measured_comm_s_per_step wall_s hostname cpu_model cores load_1min timestamp_utc "
     "kpmap_version kokkos_version kokkos_kernels_version mpi_version kpmap_binary report command config").split()
@@ -151,7 +151,7 @@ def main():
         with open(row["report"], encoding="utf-8") as f:
             report = json.load(f)
         expect(report["mesh"]["ranks"] == n, f"{where}: the report ran on {report['mesh']['ranks']} ranks")
-        for phase in ("total", "compute", "comm", "comm_in_flight", "optimizer"):
+        for phase in ("total", "compute", "comm", "comm_wait", "comm_in_flight", "optimizer"):
             for stat in ("avg", "max"):
                 value = float(row[f"{phase}_s_per_step_{stat}"])
                 want = report["timing"][phase][stat] / STEPS

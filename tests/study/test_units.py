@@ -34,7 +34,7 @@ def report(ranks, data, model, steps, total, comm, comm_model=None):
                     "precision": {"compute": "bf16"}},
          "mesh": {"axes": {"data": data, "model": model}, "ranks": ranks},
          "final_loss": 0.5, "timing": {"total": stat(total), "compute": stat(total - comm - 0.01), "comm": stat(comm),
-                                       "comm_in_flight": stat(0.0), "optimizer": stat(0.01)},
+                                       "comm_wait": stat(0.0), "comm_in_flight": stat(0.0), "optimizer": stat(0.01)},
          "comm_bytes": stat(76.0), "comm_calls": stat(1.0)}
     if comm_model:
         r["comm_model"] = comm_model

@@ -9,6 +9,7 @@ const char* to_string(Phase phase) {
     case Phase::total: return "total";
     case Phase::compute: return "compute";
     case Phase::comm: return "comm";
+    case Phase::comm_wait: return "comm_wait";
     case Phase::comm_in_flight: return "comm_in_flight";
     case Phase::optimizer: return "optimizer";
   }

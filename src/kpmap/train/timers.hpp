@@ -11,11 +11,13 @@
 
 namespace kpmap {
 
-// comm: time spent in communication calls and waiting for them; comm_in_flight (comm.overlap
-// only): time gradient buckets were in flight while this rank computed (also counted in compute).
-enum class Phase { total, compute, comm, comm_in_flight, optimizer };
-inline constexpr std::array<Phase, 5> all_phases{Phase::total, Phase::compute, Phase::comm, Phase::comm_in_flight,
-                                                 Phase::optimizer};
+// comm: time spent in communication calls and waiting for them; comm_wait: the part of comm
+// this rank spent waiting for other ranks to reach the step's collectives (per step, its comm
+// time less the least comm time of any rank in that step); comm_in_flight (comm.overlap only):
+// time gradient buckets were in flight while this rank computed (also counted in compute).
+enum class Phase { total, compute, comm, comm_wait, comm_in_flight, optimizer };
+inline constexpr std::array<Phase, 6> all_phases{Phase::total,     Phase::compute,        Phase::comm,
+                                                 Phase::comm_wait, Phase::comm_in_flight, Phase::optimizer};
 const char* to_string(Phase phase);
 
 struct Stat {

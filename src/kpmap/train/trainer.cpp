@@ -552,6 +552,40 @@ void restore_state(RunState<S, M, Layout>& s, Comm& comm, LossScaler& scaler, co
   exec.fence();
 }
 
+// timing.comm_wait: each step's comm time on this rank, and the part of it spent waiting for the
+// other ranks, which the rank that reaches the step's collectives last does not: its comm time
+// less the least over the mesh in that step. One MPI_MIN of the kept steps' times every
+// `block` steps and after the last, outside the timed phases.
+class CommWait {
+ public:
+  explicit CommWait(const Mesh& mesh) : mesh_(mesh) {}
+  void add_step(double comm_seconds) {
+    steps_.push_back(comm_seconds);
+    if (steps_.size() == block) settle();
+  }
+  // Seconds waited over the steps added so far (collective).
+  double seconds() {
+    settle();
+    return waited_;
+  }
+
+ private:
+  static constexpr std::size_t block = 4096;
+  void settle() {
+    if (mesh_.size() > 1 && !steps_.empty()) {
+      least_.resize(steps_.size());
+      check_mpi(MPI_Allreduce(steps_.data(), least_.data(), static_cast<int>(steps_.size()), MPI_DOUBLE, MPI_MIN,
+                              mesh_.comm()),
+                "MPI_Allreduce");
+      for (std::size_t k = 0; k < steps_.size(); ++k) waited_ += steps_[k] - least_[k];
+    }
+    steps_.clear();
+  }
+  const Mesh& mesh_;
+  std::vector<double> steps_, least_;
+  double waited_ = 0;
+};
+
 // After every step: one agreed stop request (the largest code over the mesh).
 int agreed_stop(const TrainControl& control, const Mesh& mesh) {
   if (!control.stop_request) return 0;
@@ -573,8 +607,11 @@ TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const LossScaler& scale
   long long calls = 0;
   if (control.resume != nullptr) r.history = control.resume->history;
   comm.take_collectives(1);  // only the steps' calls
+  CommWait wait(mesh);
   while (s.step < spec.steps) {
+    const double comm_before = r.timers.seconds(Phase::comm);
     const HistoryEntry entry = one_step();
+    wait.add_step(r.timers.seconds(Phase::comm) - comm_before);
     ++r.steps_run;
     bytes += comm.take_bytes();
     calls += comm.take_calls();
@@ -591,6 +628,7 @@ TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const LossScaler& scale
     if (r.interrupted != 0) break;
   }
   r.timers.add(Phase::total, MPI_Wtime() - start);
+  r.timers.add(Phase::comm_wait, wait.seconds());
   r.final_loss = r.history.empty() ? std::numeric_limits<double>::quiet_NaN() : r.history.back().loss;
   const long long steps_run = std::max(1LL, r.steps_run);
   r.collectives = comm.take_collectives(steps_run);
