@@ -174,9 +174,9 @@ double wire_seconds(const kpmap::Mesh& mesh, const Variant& v, long long n, long
       Kokkos::deep_copy(exec, gw, 0.0f);
       Kokkos::deep_copy(exec, gb, 0.0f);
       const double loss = model.fused(exec, x, y, w, b, gw, gb);
-      float g0 = 0;
-      Kokkos::deep_copy(g0, Kokkos::subview(gw, n - 1));
-      if (loss != static_cast<double>(x_rows) || g0 != -2.0f * static_cast<float>(x_rows)) {
+      float last = 0;
+      Kokkos::deep_copy(last, Kokkos::subview(gw, n - 1));
+      if (loss != static_cast<double>(x_rows) || last != -2.0f * static_cast<float>(x_rows)) {
         std::fprintf(stderr, "bench_comm: the gradient pass went wrong\n");
       }
     }
