@@ -38,7 +38,8 @@ SAMPLES, FEATURES, BATCH, STEPS = 4096, 16, 256, 5
 EXPECTED_COLUMNS = (
     "study_id study run repeat ranks mesh data model threads backend kernel precision samples features batch steps "
     "total_s_per_step_avg total_s_per_step_max compute_s_per_step_avg compute_s_per_step_max comm_s_per_step_avg "
-    "comm_s_per_step_max comm_wait_s_per_step_avg comm_wait_s_per_step_max comm_in_flight_s_per_step_avg comm_in_flight_s_per_step_max optimizer_s_per_step_avg "
+    "comm_s_per_step_max comm_wait_s_per_step_avg comm_wait_s_per_step_max comm_in_flight_s_per_step_avg "
+    "comm_in_flight_s_per_step_max optimizer_s_per_step_avg "
     "optimizer_s_per_step_max comm_bytes_per_step comm_calls_per_step final_loss comm_model_file "
     "predicted_comm_s_per_step measured_comm_s_per_step wall_s hostname cpu_model cores load_1min timestamp_utc "
     "kpmap_version kokkos_version kokkos_kernels_version mpi_version kpmap_binary report command config").split()
