@@ -217,10 +217,6 @@ inline constexpr long long split_block_bytes = 131072;
 // 256 bytes to 2 KiB streamed slower.
 inline constexpr long long axpy_request_bytes = 8192;
 
-// Blocks of 16-bit rows up to this size request the next block's rows, larger ones rows
-// prefetch_distance ahead (GradientReduce::pair_ahead).
-inline constexpr long long pair_near_bytes = 1024;
-
 // out[q] = the dot product of row q with w for q < rows, `group` rows at a time, requesting the
 // lines `ahead` elements further on in X (see rows_block): a group of at most burst_bytes all at
 // once before its dot product, a larger one line by line as it is read (interleaved_dot). A
@@ -526,17 +522,15 @@ struct GradientReduce {
     }
   }
 
-  // How far ahead of block i0 (in elements) pair_block requests rows: the next block when a
-  // block is at most pair_near_bytes, else prefetch_distance bytes or one block, whichever is
-  // further; 0 (the block's own rows) where that would leave X. Measured out of cache with bf16
-  // (docs/performance.md): blocks of 256 B and 1 KiB (16 and 64 features) stream faster with the
-  // next block's rows requested, 2 KiB and 4 KiB (128 and 256 features) with requests 16 KiB ahead.
+  // How far ahead of block i0 (in elements) pair_block requests rows: prefetch_distance bytes or
+  // one block, whichever is further; 0 (the block's own rows) where that would leave X. Measured
+  // out of cache with bf16 (docs/performance.md): at 64 features (blocks of 1 KiB), requests
+  // 16 KiB ahead stream faster than the next block's.
   KOKKOS_INLINE_FUNCTION long long pair_ahead(long long i0, long long stride) const {
     using T = typename XView::non_const_value_type;
     const long long one_block = block * stride;
     const long long far = prefetch_distance / static_cast<long long>(sizeof(T));
-    const long long ahead =
-        one_block * static_cast<long long>(sizeof(T)) <= pair_near_bytes || far < one_block ? one_block : far;
+    const long long ahead = far < one_block ? one_block : far;
     return (i0 + block) * stride + ahead <= static_cast<long long>(X.extent(0)) * stride ? ahead : 0;
   }
 
