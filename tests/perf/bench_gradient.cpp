@@ -14,8 +14,9 @@
 // of_stream = GBps / the stream_read GBps measured on the same View in the same run, except in
 // the fused_paired rows, which time a stream read and a fused call back to back in every
 // iteration and give the median of the per-pair ratios (see paired). Where the fused kernel runs
-// its AVX2 version (model/host_isa.hpp; context host_isa), fused_paired_baseline rows time its
-// baseline SSE2 loops the same way.
+// its AVX2 or AVX-512 version (model/host_isa.hpp; context host_isa), fused_paired_baseline rows
+// time its baseline SSE2 loops the same way, and where it runs the AVX-512 version for bf16 rows,
+// fused_paired_avx2 rows its AVX2 version.
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
@@ -258,13 +259,13 @@ void gradient(benchmark::State& state, long long features) {
 // kernel's rate over the stream read's, each pair measured within a few tens of milliseconds, so
 // that the host's bandwidth, which moves over seconds, is the same for both terms of each ratio;
 // of_stream_q1 and of_stream_q3: the quartiles. GBps and stream_GBps: the two rates over all
-// iterations. baseline: the fused kernel's baseline loops where it would run their AVX2 version
-// (model/host_isa.hpp), for the fused_paired_baseline rows.
-template <class T, class Layout, kpmap::GradientKernel K, bool baseline = false>
+// iterations. version (at most one): the fused kernel's loops to run in place of the CPU's own
+// (model/host_isa.hpp), for the fused_paired_baseline and fused_paired_avx2 rows.
+template <class T, class Layout, kpmap::GradientKernel K, kpmap::model_detail::HostIsa... version>
 void paired(benchmark::State& state, long long features) {
   namespace md = kpmap::model_detail;
   const md::HostIsa isa = md::host_isa();
-  if (baseline) md::set_host_isa(md::HostIsa::baseline);
+  (md::set_host_isa(version), ...);
   const auto& s = shard<T, Layout>(features);
   StreamRead<T, Layout> read(s);
   GradientCall<T, Layout, K> call(s);
@@ -315,8 +316,13 @@ void register_layout(bool with_rows, bool with_blas) {
       if (kpmap::fused_fits(features, sizeof(acc_t<T>))) {
         add("fused", gradient<T, Layout, GradientKernel::fused>);
         add("fused_paired", paired<T, Layout, GradientKernel::fused>);
-        if (kpmap::model_detail::host_isa() == kpmap::model_detail::HostIsa::avx2) {
-          add("fused_paired_baseline", paired<T, Layout, GradientKernel::fused, true>);
+        using kpmap::model_detail::HostIsa;
+        const HostIsa isa = kpmap::model_detail::host_isa();
+        if (isa == HostIsa::avx512 && std::is_same_v<T, kpmap::bf16>) {  // bf16 rows' AVX-512 loops
+          add("fused_paired_avx2", paired<T, Layout, GradientKernel::fused, HostIsa::avx2>);
+        }
+        if (isa == HostIsa::avx2 || isa == HostIsa::avx512) {
+          add("fused_paired_baseline", paired<T, Layout, GradientKernel::fused, HostIsa::baseline>);
         }
       }
       add("team", gradient<T, Layout, GradientKernel::team>);

@@ -3,8 +3,8 @@
 
 check_versions.py REPORT.json -- KPMAP [ARGS...]
 
-versions.host_isa (the fused kernel's host loops: avx2, baseline or build target) must be the
-value of the `Host kernels:` line of `KPMAP --version`.
+versions.host_isa (the fused kernel's host loops: avx2, avx512, baseline or build target) must be
+the value of the `Host kernels:` line of `KPMAP --version`.
 """
 import json
 import subprocess

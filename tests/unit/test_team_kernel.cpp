@@ -336,18 +336,29 @@ TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericBf16) { check_fixed_width_is_g
 // model/host_isa.hpp), compiled for the baseline target (each product rounded, then added) and,
 // as the AVX2 version runs them, for AVX2 and FMA (each product fused with its sum).
 // f() compiled for the baseline target, or (with_fma) inlined into a function compiled for AVX2
-// and FMA, as the fused kernel's AVX2 version runs its loops (Avx2Reduce), for the loops with
+// and FMA, as the fused kernel's AVX2 version runs its loops (run_avx2), for the loops with
 // `fused` products. with_fma needs a build with dispatch on a CPU with AVX2 and FMA (fma_runs).
-bool fma_runs() { return kpmap::model_detail::host_isa() == kpmap::model_detail::HostIsa::avx2; }
+// with_avx512: inlined into a function compiled for AVX-512, as the AVX-512 version runs the
+// bf16 loops (run_avx512); it needs a CPU with AVX-512 (avx512_runs).
+bool fma_runs() {
+  namespace md = kpmap::model_detail;
+  return md::host_isa() == md::HostIsa::avx2 || md::host_isa() == md::HostIsa::avx512;
+}
+bool avx512_runs() { return kpmap::model_detail::host_isa() == kpmap::model_detail::HostIsa::avx512; }
 #if defined(KPMAP_AVX2_DISPATCH)
 template <class F>
 __attribute__((target("avx2,fma"), flatten)) void run_with_fma(const F& f) {
   f();
 }
+template <class F>
+__attribute__((target(KPMAP_AVX512_TARGET), flatten)) void run_with_avx512(const F& f) {
+  f();
+}
 #endif
-template <bool with_fma, class F>
+template <bool with_fma, bool with_avx512 = false, class F>
 void run_loops(const F& f) {
 #if defined(KPMAP_AVX2_DISPATCH)
+  if constexpr (with_avx512) return run_with_avx512(f);
   if constexpr (with_fma) return run_with_fma(f);
 #endif
   f();
@@ -481,9 +492,9 @@ struct RestoreHostIsa {
 template <class T, class Acc>
 void check_avx2_agrees_with_baseline() {
   namespace md = kpmap::model_detail;
-  const md::HostIsa isa = md::host_isa();
-  if (isa != md::HostIsa::avx2) {
-    GTEST_SKIP() << "the fused kernel runs its " << md::host_isa_name(isa) << " loops here: no AVX2 version";
+  if (!fma_runs()) {
+    GTEST_SKIP() << "the fused kernel runs its " << md::host_isa_name(md::host_isa())
+                 << " loops here: no AVX2 version";
   }
   RestoreHostIsa restore;
   const double tolerance = std::is_same_v<Acc, float> ? 1e-3 : 1e-11;
@@ -516,6 +527,40 @@ TEST(FusedKernel, Avx2AgreesWithBaselineFp64) { check_avx2_agrees_with_baseline<
 TEST(FusedKernel, Avx2AgreesWithBaselineFp32) { check_avx2_agrees_with_baseline<float, float>(); }
 TEST(FusedKernel, Avx2AgreesWithBaselineBf16) { check_avx2_agrees_with_baseline<kpmap::bf16, float>(); }
 TEST(FusedKernel, Avx2AgreesWithBaselineFp16) { check_avx2_agrees_with_baseline<kpmap::fp16, float>(); }
+
+// The AVX-512 version (model/host_isa.hpp: bf16 rows on 64-byte vectors, the AVX2 version for
+// other row types) against the AVX2 version, through every entry point of the fused path, on
+// real-valued data: the same products fused into the same sums in the same order, so every
+// result must be bitwise equal. Widths: the compile-time ones (16, 64), partial groups and
+// lines (1, 7, 33, 100: the AVX-512 dot product's masked last step), 1029 and 4096; 203 rows: 25
+// blocks of 8 and 3 rows after them. Skipped where the CPU has no AVX-512.
+template <class T, class Acc>
+void check_avx512_agrees_with_avx2() {
+  namespace md = kpmap::model_detail;
+  if (!avx512_runs()) {
+    GTEST_SKIP() << "the fused kernel runs its " << md::host_isa_name(md::host_isa())
+                 << " loops here: no AVX-512 version";
+  }
+  RestoreHostIsa restore;
+  for (long long F : {1LL, 7LL, 16LL, 33LL, 64LL, 100LL, 1029LL, 4096LL}) {
+    ASSERT_TRUE(md::set_host_isa(md::HostIsa::avx2));
+    const auto avx2 = fused_path_results<T, Acc>(203, F, false);
+    ASSERT_TRUE(md::set_host_isa(md::HostIsa::avx512));
+    const auto avx512 = fused_path_results<T, Acc>(203, F, false);
+    ASSERT_EQ(avx2.size(), avx512.size());
+    long long differ = 0, count = 0;
+    for (std::size_t k = 0; k < avx2.size(); ++k) {
+      ASSERT_EQ(avx2[k].size(), avx512[k].size());
+      for (std::size_t e = 0; e < avx2[k].size(); ++e, ++count) {
+        differ += std::memcmp(&avx2[k][e], &avx512[k][e], sizeof(double)) != 0;
+      }
+    }
+    EXPECT_EQ(differ, 0) << "F " << F << ": " << differ << " of " << count << " results differ";
+  }
+}
+
+TEST(FusedKernel, Avx512IsBitwiseAvx2Bf16) { check_avx512_agrees_with_avx2<kpmap::bf16, float>(); }
+TEST(FusedKernel, Avx512IsBitwiseAvx2Fp32) { check_avx512_agrees_with_avx2<float, float>(); }
 
 // The residual sums of a block of 8 rows (model/fused_kernels.hpp, add_residuals): its residuals,
 // and their squares, are each summed as ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) and then
@@ -560,7 +605,8 @@ void check_block_loss_tree() {
   RestoreHostIsa restore;
   kpmap::execution_space exec;
   kpmap::LinearModel<T, Acc> model(GradientKernel::fused);
-  for (md::HostIsa version : {md::HostIsa::baseline, md::HostIsa::avx2, md::HostIsa::build_target}) {
+  for (md::HostIsa version :
+       {md::HostIsa::baseline, md::HostIsa::avx2, md::HostIsa::avx512, md::HostIsa::build_target}) {
     if (!md::set_host_isa(version)) continue;
     for (long long F : {16LL, 100LL}) {
       const auto X = hashed_matrix<T>(8, F, 21);
@@ -631,6 +677,7 @@ TEST(FusedKernel, WordHalvesAreTheElementsFp16) { check_word_halves<kpmap::fp16>
 template <int vector_bytes, bool unroll, bool fused = false>
 void check_pair_loops() {
   if (fused && !fma_runs()) GTEST_SKIP() << "no AVX2 + FMA version in this build or on this CPU";
+  if (vector_bytes == 64 && !avx512_runs()) GTEST_SKIP() << "no AVX-512 version in this build or on this CPU";
   namespace md = kpmap::model_detail;
   using H = kpmap::bf16;
   constexpr int rows = 8;
@@ -648,7 +695,7 @@ void check_pair_loops() {
     float a[rows], d8[rows], d1[rows];
     for (int q = 0; q < rows; ++q) a[q] = static_cast<float>(q - 3) / 7.f;
     a[3] = -0.f;
-    run_loops<fused>([&] {
+    run_loops<fused, vector_bytes == 64>([&] {
       md::pair_dot<rows, vector_bytes, unroll, fused>(x, stride, w, F, d8, x, rows);
       for (int q = 0; q < rows; ++q) {
         md::pair_dot<1, vector_bytes, unroll, fused>(x + q * stride, 0, w, F, d1 + q, x, 0);
@@ -681,6 +728,7 @@ TEST(FusedKernel, PairLoopsAreThePlainSumsBf16) { check_pair_loops<16, false>();
 TEST(FusedKernel, PairLoopsAreThePlainSumsAvx2LoopsBf16) { check_pair_loops<32, true>(); }
 #if defined(KPMAP_AVX2_DISPATCH)
 TEST(FusedKernel, PairLoopsAreThePlainSumsAvx2FmaBf16) { check_pair_loops<32, true, true>(); }
+TEST(FusedKernel, PairLoopsAreThePlainSumsAvx512Bf16) { check_pair_loops<64, true, true>(); }
 #endif
 
 // The split of the work: at most 1024 teams and one per 32 rows (the partial buffer holds at most

@@ -9,4 +9,8 @@ bool cpu_has_avx2() noexcept;
 // Whether this x86-64 CPU has FMA (fused multiply-add, FMA3; false on other architectures).
 bool cpu_has_fma() noexcept;
 
+// Whether this x86-64 CPU has the AVX-512 subsets F, BW, VL and DQ, with the operating system
+// saving their registers (false on other architectures).
+bool cpu_has_avx512() noexcept;
+
 }  // namespace kpmap::detail

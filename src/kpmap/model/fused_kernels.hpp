@@ -646,19 +646,38 @@ double add_gradient(const execution_space& exec, const View1<Acc>& sums, const G
 }
 
 #if defined(KPMAP_AVX2_DISPATCH)
-// A GradientReduce (with 32-byte vector loops, its loops over a block's rows unrolled: for_rows,
-// every product fused with the sum it is added to: add_product, add_products) compiled for AVX2
-// and FMA: flatten inlines every call in operator(), the kernel's loops included, so all of it is
-// AVX2 + FMA code. Kokkos calls operator() once per work item of 8 rows.
+// f(item, acc) compiled for AVX2 and FMA, or for AVX-512 (host_isa.hpp): flatten inlines every
+// call in it, the kernel's loops included, so all of it is code of that target.
 template <class Reduce>
-struct Avx2Reduce {
+__attribute__((target("avx2,fma"), flatten)) void run_avx2(const Reduce& f, long long item,
+                                                          typename Reduce::value_type acc) {
+  f(item, acc);
+}
+template <class Reduce>
+__attribute__((target(KPMAP_AVX512_TARGET), flatten)) void run_avx512(const Reduce& f, long long item,
+                                                                     typename Reduce::value_type acc) {
+  f(item, acc);
+}
+
+// A GradientReduce with wide vector loops (32 bytes, or 64 for bf16 rows in the AVX-512
+// version), its loops over a block's rows unrolled (for_rows) and every product fused with the
+// sum it is added to (add_product, add_products), run as the code of `isa` (avx2 or avx512).
+// Kokkos calls operator() once per work item of 8 rows.
+template <class Reduce, HostIsa isa>
+struct WideReduce {
   using value_type = typename Reduce::value_type;
   using size_type = typename Reduce::size_type;
 
   size_type value_count;
   Reduce f;
 
-  __attribute__((target("avx2,fma"), flatten)) void operator()(long long item, value_type acc) const { f(item, acc); }
+  void operator()(long long item, value_type acc) const {
+    if constexpr (isa == HostIsa::avx512) {
+      run_avx512(f, item, acc);
+    } else {
+      run_avx2(f, item, acc);
+    }
+  }
   void init(value_type acc) const { f.init(acc); }
   void join(value_type dst, const value_type src) const { f.join(dst, src); }
 #if KOKKOS_VERSION < 40000
@@ -668,8 +687,8 @@ struct Avx2Reduce {
 };
 #endif
 
-// The reduction of `part` over all rows of X by GradientReduce<..., fixed_f>, or its AVX2 version
-// (host_isa.hpp).
+// The reduction of `part` over all rows of X by GradientReduce<..., fixed_f>, or its AVX2 or
+// AVX-512 version (host_isa.hpp).
 template <class Tag, class Acc, Part part, long long fixed_f, class XView, class YView, class WView, class BView,
           class ZView, class RView>
 void reduce_part_as(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
@@ -690,9 +709,18 @@ void reduce_part_as(const execution_space& exec, const XView& X, const YView& y,
                                                : "kpmap::model::gradient_columns";
 #if defined(KPMAP_AVX2_DISPATCH)
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename execution_space::memory_space>::accessible) {
-    if (host_isa() == HostIsa::avx2) {
+    const HostIsa isa = host_isa();
+    if constexpr (pair_order_v<Acc, XView> && std::is_same_v<typename XView::non_const_value_type, bf16>) {
+      if (isa == HostIsa::avx512) {
+        using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 64, true, true>;
+        const WideReduce<wide, HostIsa::avx512> f512{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
+        Kokkos::parallel_reduce(label, policy, f512, sums);
+        return;
+      }
+    }
+    if (isa == HostIsa::avx2 || isa == HostIsa::avx512) {
       using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 32, true, true>;
-      const Avx2Reduce<wide> f_avx2{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
+      const WideReduce<wide, HostIsa::avx2> f_avx2{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
       Kokkos::parallel_reduce(label, policy, f_avx2, sums);
       return;
     }

@@ -108,6 +108,126 @@ typedef std::uint32_t avx2_words __attribute__((vector_size(32)));
 __attribute__((target("avx2"))) inline void read_here(avx2_words& v) { asm volatile("" : "+x"(v)); }
 #endif
 
+#if defined(KPMAP_HALF_VECTORS) && defined(KPMAP_AVX2_DISPATCH)
+// The AVX-512 version of pair_dot and pair_axpy for bf16 rows with fused products (host_isa.hpp):
+// the AVX2 version's lanes, two at a time. The dot product holds rows 2p and 2p + 1 side by side
+// in one 64-byte vector (8 words of each: the AVX2 version's step), so each of its operations
+// does what the AVX2 version does for the two rows with two; the axpy reads a row's cache line
+// as one vector (2 groups of 16 features), whose even elements are the slots
+// [8 even of group 0 | 8 even of group 1] and odd elements [8 odd | 8 odd]. Every partial sum
+// and gradient slot adds the same products in the same order as in the AVX2 version, each
+// fused, so the results are bitwise the AVX2 version's.
+
+// Words [j, j + 8) of rows a (low half) and b (high half).
+__attribute__((target(KPMAP_AVX512_TARGET))) inline __m512i row_pair_words(const bf16* a, const bf16* b) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)), 1);
+}
+
+// The elements at the lower (`word << 16`) and higher (`word & 0xffff0000`) addresses of each word.
+__attribute__((target(KPMAP_AVX512_TARGET))) inline __m512 low_elements(__m512i words) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
+}
+__attribute__((target(KPMAP_AVX512_TARGET))) inline __m512 high_elements(__m512i words) {
+  return _mm512_castsi512_ps(_mm512_and_si512(words, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+
+// pair_dot<rows, 32, true, true> on 64-byte vectors; rows a multiple of 4, 4 at a time (as the
+// AVX2 version's passes, which share the requests of the next block's rows).
+template <int rows>
+__attribute__((target(KPMAP_AVX512_TARGET))) inline void pair_dot_avx512(const bf16* KOKKOS_RESTRICT x,
+                                                                          long long stride,
+                                                                          const bf16* KOKKOS_RESTRICT w, long long n,
+                                                                          float* out, const bf16* next,
+                                                                          int prefetch_rows) {
+  static_assert(rows % 4 == 0, "pairs of rows, folded 4 rows at a time");
+  constexpr long long line = 32;  // bf16 elements per cache line
+  for (int h = 0; h < rows / 4; ++h) {
+    const bf16* xh = x + 4 * h * stride;
+    const int r0 = prefetch_rows * h / (rows / 4), r1 = prefetch_rows * (h + 1) / (rows / 4);
+    __m512 even[2], odd[2];  // [row 2p's 8 partials | row 2p + 1's]
+    for (int p = 0; p < 2; ++p) even[p] = _mm512_setzero_ps(), odd[p] = _mm512_setzero_ps();
+    long long j = 0;
+    for (; j + 16 <= n; j += 16) {
+      if (j % line == 0) {
+        for (int q = r0; q < r1; ++q) prefetch_hint(next + q * stride + j);
+      }
+      const __m512i ww = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j)));
+      const __m512 lo = low_elements(ww), hi = high_elements(ww);
+      for (int p = 0; p < 2; ++p) {
+        const __m512i xw = row_pair_words(xh + 2 * p * stride + j, xh + (2 * p + 1) * stride + j);
+        even[p] = _mm512_fmadd_ps(low_elements(xw), lo, even[p]);
+        odd[p] = _mm512_fmadd_ps(high_elements(xw), hi, odd[p]);
+      }
+    }
+    if (j < n) {  // the last, partial step: element e to lane e / 2 of even (e even) or odd
+      if (j % line == 0) {
+        for (int q = r0; q < r1; ++q) prefetch_hint(next + q * stride + j);
+      }
+      const int rest = static_cast<int>(n - j);
+      const __mmask16 elements = static_cast<__mmask16>((1u << rest) - 1);
+      const unsigned e = (1u << ((rest + 1) / 2)) - 1, o = (1u << (rest / 2)) - 1;
+      const __mmask16 even_lanes = static_cast<__mmask16>(e | e << 8), odd_lanes = static_cast<__mmask16>(o | o << 8);
+      const __m512i ww = _mm512_broadcast_i64x4(_mm256_maskz_loadu_epi16(elements, w + j));
+      const __m512 lo = low_elements(ww), hi = high_elements(ww);
+      for (int p = 0; p < 2; ++p) {
+        const __m512i xw =
+            _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi16(elements, xh + 2 * p * stride + j)),
+                               _mm256_maskz_loadu_epi16(elements, xh + (2 * p + 1) * stride + j), 1);
+        even[p] = _mm512_mask3_fmadd_ps(low_elements(xw), lo, even[p], even_lanes);
+        odd[p] = _mm512_mask3_fmadd_ps(high_elements(xw), hi, odd[p], odd_lanes);
+      }
+    }
+    fma_floats8 s[4];
+    const __m512 s01 = _mm512_add_ps(even[0], odd[0]), s23 = _mm512_add_ps(even[1], odd[1]);
+    s[0] = _mm512_castps512_ps256(s01), s[1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s01), 1));
+    s[2] = _mm512_castps512_ps256(s23), s[3] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s23), 1));
+    fold_rows4(s, out + 4 * h);
+  }
+}
+
+// pair_axpy<rows, 32, true, true> on 64-byte vectors.
+template <int rows>
+__attribute__((target(KPMAP_AVX512_TARGET))) inline void pair_axpy_avx512(float* KOKKOS_RESTRICT g, const float* a,
+                                                                           const bf16* KOKKOS_RESTRICT x,
+                                                                           long long stride, long long n,
+                                                                           const bf16* next, int first_prefetch_row) {
+  constexpr long long line = 32;
+  const long long full = n - n % pair_group;
+  __m512 c[rows];
+  for (int q = 0; q < rows; ++q) c[q] = _mm512_set1_ps(a[q]);
+  for (long long j0 = 0; j0 < n; j0 += line) {
+    for (int q = first_prefetch_row; q < rows; ++q) prefetch_hint(next + q * stride + j0);
+    if (j0 + line <= full) {  // slots [lo0 hi0 lo1 hi1] of the line's two groups, 8 each
+      const __m512 g0 = _mm512_loadu_ps(g + j0), g1 = _mm512_loadu_ps(g + j0 + pair_group);
+      __m512 lo = _mm512_shuffle_f32x4(g0, g1, 0x44), hi = _mm512_shuffle_f32x4(g0, g1, 0xee);
+      for (int q = 0; q < rows; ++q) {
+        const __m512i xw = _mm512_loadu_si512(x + q * stride + j0);
+        lo = _mm512_fmadd_ps(c[q], low_elements(xw), lo);
+        hi = _mm512_fmadd_ps(c[q], high_elements(xw), hi);
+      }
+      _mm512_storeu_ps(g + j0, _mm512_shuffle_f32x4(lo, hi, 0x44));
+      _mm512_storeu_ps(g + j0 + pair_group, _mm512_shuffle_f32x4(lo, hi, 0xee));
+      continue;
+    }
+    for (long long j = j0; j < full; j += pair_group) {  // a group of a partial line: 32-byte vectors
+      const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+      __m256 lo = _mm256_loadu_ps(g + j), hi = _mm256_loadu_ps(g + j + pair_group / 2);
+      for (int q = 0; q < rows; ++q) {
+        const __m256i xw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + q * stride + j));
+        lo = _mm256_fmadd_ps(_mm512_castps512_ps256(c[q]), _mm256_castsi256_ps(_mm256_slli_epi32(xw, 16)), lo);
+        hi = _mm256_fmadd_ps(_mm512_castps512_ps256(c[q]), _mm256_castsi256_ps(_mm256_and_si256(xw, high)), hi);
+      }
+      _mm256_storeu_ps(g + j, lo);
+      _mm256_storeu_ps(g + j + pair_group / 2, hi);
+    }
+  }
+  for (long long j = full; j < n; ++j) {
+    for (int q = 0; q < rows; ++q) g[j] = __builtin_fmaf(a[q], static_cast<float>(x[q * stride + j]), g[j]);
+  }
+}
+#endif
+
 // out[q] = sum_j x[q * stride + j] * w[j] for q < rows, the rows interleaved so that each word
 // of w serves several rows. The plain loops (fp16, and device passes) keep 8 partial sums per
 // row: partial k (k < 4) adds the products of elements 2k, partial 4 + k those of elements
@@ -129,7 +249,17 @@ KOKKOS_INLINE_FUNCTION void pair_dot(const H* KOKKOS_RESTRICT x, long long strid
   constexpr int words = 4;
   constexpr long long line = 64 / static_cast<long long>(sizeof(H));
 #if defined(KPMAP_HALF_VECTORS)
-  if constexpr (std::is_same_v<H, bf16>) {
+  if constexpr (std::is_same_v<H, bf16> && vector_bytes == 64) {  // the AVX-512 version
+#if defined(KPMAP_AVX2_DISPATCH)
+    static_assert(fused, "the AVX-512 version fuses its products");
+    if constexpr (rows % 4 == 0) {
+      pair_dot_avx512<rows>(x, stride, w, n, out, next, prefetch_rows);
+    } else {
+      pair_dot<rows, 32, true, true>(x, stride, w, n, out, next, prefetch_rows);
+    }
+    return;
+#endif
+  } else if constexpr (std::is_same_v<H, bf16>) {
     typedef std::uint32_t U __attribute__((vector_size(vector_bytes)));
     typedef float V __attribute__((vector_size(vector_bytes)));
     constexpr int per = vector_bytes / 4;  // words per vector
@@ -247,7 +377,13 @@ KOKKOS_INLINE_FUNCTION void pair_axpy(float* KOKKOS_RESTRICT g, const float* a, 
   constexpr int words = pair_group / 2;
   const long long full = n - n % pair_group;
 #if defined(KPMAP_HALF_VECTORS)
-  if constexpr (std::is_same_v<H, bf16>) {
+  if constexpr (std::is_same_v<H, bf16> && vector_bytes == 64) {  // the AVX-512 version
+#if defined(KPMAP_AVX2_DISPATCH)
+    static_assert(fused, "the AVX-512 version fuses its products");
+    pair_axpy_avx512<rows>(g, a, x, stride, n, next, first_prefetch_row);
+    return;
+#endif
+  } else if constexpr (std::is_same_v<H, bf16>) {
     typedef std::uint32_t U __attribute__((vector_size(vector_bytes)));
     typedef float V __attribute__((vector_size(vector_bytes)));
     constexpr int per = vector_bytes / 4;

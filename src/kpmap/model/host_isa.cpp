@@ -10,7 +10,8 @@ namespace {
 
 HostIsa detected() {
 #if defined(KPMAP_AVX2_DISPATCH)
-  return detail::cpu_has_avx2() && detail::cpu_has_fma() ? HostIsa::avx2 : HostIsa::baseline;
+  if (!detail::cpu_has_avx2() || !detail::cpu_has_fma()) return HostIsa::baseline;
+  return detail::cpu_has_avx512() ? HostIsa::avx512 : HostIsa::avx2;
 #else
   return HostIsa::build_target;
 #endif
@@ -29,6 +30,7 @@ const char* host_isa_name(HostIsa isa) {
   switch (isa) {
     case HostIsa::baseline: return "baseline";
     case HostIsa::avx2: return "avx2";
+    case HostIsa::avx512: return "avx512";
     case HostIsa::build_target: break;
   }
   return "build target";
@@ -36,8 +38,9 @@ const char* host_isa_name(HostIsa isa) {
 
 bool set_host_isa(HostIsa isa) {
   const HostIsa cpu = detected();
+  // the versions are ordered: a CPU that runs one runs those before it
   const bool possible = cpu == HostIsa::build_target ? isa == HostIsa::build_target
-                                                     : isa == HostIsa::baseline || isa == cpu;
+                                                     : isa != HostIsa::build_target && isa <= cpu;
   if (possible) chosen().store(isa, std::memory_order_relaxed);
   return possible;
 }

@@ -6,13 +6,19 @@
 // SSE2 vectors) and the same loops compiled for AVX2 and FMA (32-byte vectors, each product fused
 // with the sum it is added to), and runs the AVX2 version where the CPU has AVX2 and FMA. Both
 // form the same sums in the same order; the AVX2 version rounds each product once instead of
-// twice, so the two agree to rounding (bitwise on integer-valued data). A build that targets the
-// CPU (`native` preset) runs what it was compiled for.
+// twice, so the two agree to rounding (bitwise on integer-valued data). For bf16 rows it carries
+// a third version, compiled for AVX-512 (F, BW, VL, DQ) and run where the CPU has it: the AVX2
+// version's operations on 64-byte vectors (two rows side by side in the dot products, a cache line
+// of a row in the axpy), lane for lane the same sums, so bitwise the AVX2 version's results; other
+// row types run the AVX2 version there. A build that targets the CPU (`native` preset) runs what
+// it was compiled for.
 #pragma once
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__AVX2__) && !defined(__CUDACC__) && \
     !defined(__HIPCC__) && !defined(SYCL_LANGUAGE_VERSION)
 #define KPMAP_AVX2_DISPATCH 1
+// The target of the AVX-512 version (model/half_kernels.hpp), for __attribute__((target(...))).
+#define KPMAP_AVX512_TARGET "avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"
 #endif
 
 namespace kpmap::model_detail {
@@ -20,20 +26,21 @@ namespace kpmap::model_detail {
 enum class HostIsa {
   baseline,      // the baseline loops of a build with dispatch
   avx2,          // their AVX2 + FMA version
+  avx512,        // the AVX-512 version for bf16 rows, the AVX2 + FMA version for the others
   build_target,  // a build without dispatch: what the compiler targeted
 };
 
-// The version the fused kernels run from now on: avx2 in a build with dispatch on a CPU with
-// AVX2 and FMA, unless set_host_isa chose baseline.
+// The version the fused kernels run from now on, in a build with dispatch: avx512 on a CPU with
+// AVX-512, else avx2 on a CPU with AVX2 and FMA, else baseline, unless set_host_isa chose another.
 HostIsa host_isa();
 
-// "baseline", "avx2" or "build target" (the report's versions.host_isa; also the name of the
+// "baseline", "avx2", "avx512" or "build target" (the report's versions.host_isa; also the name of the
 // version the reproducible kernel's row loops run, repro_rows_isa).
 const char* host_isa_name(HostIsa isa);
 
 // Tests and benchmarks: run `isa` from now on. False (and nothing changes) where this build or
-// CPU cannot: avx2 without dispatch or without AVX2, baseline without dispatch, build_target with
-// dispatch.
+// CPU cannot: avx2 or avx512 without dispatch or without the CPU's support, baseline without
+// dispatch, build_target with dispatch.
 bool set_host_isa(HostIsa isa);
 
 }  // namespace kpmap::model_detail

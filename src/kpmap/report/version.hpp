@@ -9,7 +9,7 @@
 namespace kpmap {
 
 std::string kokkos_kernels_version();  // e.g. "3.4.01"
-std::string host_isa_name();           // "avx2", "baseline" or "build target" (model/host_isa.hpp)
+std::string host_isa_name();           // "avx2", "avx512", "baseline" or "build target" (host_isa.hpp)
 std::string version_report();          // core/version.hpp's versions and Kokkos Kernels', one a line
 
 }  // namespace kpmap
