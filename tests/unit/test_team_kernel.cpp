@@ -489,6 +489,31 @@ struct RestoreHostIsa {
   ~RestoreHostIsa() { kpmap::model_detail::set_host_isa(isa); }
 };
 
+// The fused path's results (fused_path_results) with host loops `a`, then `b` (set_host_isa): how
+// many of b's results differ from a's (any bit where tolerance is 0, else by more than tolerance
+// times the largest magnitude in their group of a's), and how many there are.
+template <class T, class Acc>
+std::pair<long long, long long> versions_differ(kpmap::model_detail::HostIsa a, kpmap::model_detail::HostIsa b,
+                                                long long n, long long F, bool integral, double tolerance) {
+  namespace md = kpmap::model_detail;
+  EXPECT_TRUE(md::set_host_isa(a));
+  const auto ra = fused_path_results<T, Acc>(n, F, integral);
+  EXPECT_TRUE(md::set_host_isa(b));
+  const auto rb = fused_path_results<T, Acc>(n, F, integral);
+  long long differ = 0, count = 0;
+  EXPECT_EQ(ra.size(), rb.size());
+  for (std::size_t k = 0; k < ra.size() && k < rb.size(); ++k) {
+    EXPECT_EQ(ra[k].size(), rb[k].size());
+    double scale = 0;
+    for (double v : ra[k]) scale = std::max(scale, std::abs(v));
+    for (std::size_t e = 0; e < ra[k].size() && e < rb[k].size(); ++e, ++count) {
+      const double u = ra[k][e], v = rb[k][e];
+      differ += tolerance == 0 ? std::memcmp(&u, &v, sizeof(double)) != 0 : !(std::abs(u - v) <= tolerance * scale);
+    }
+  }
+  return {differ, count};
+}
+
 template <class T, class Acc>
 void check_avx2_agrees_with_baseline() {
   namespace md = kpmap::model_detail;
@@ -501,21 +526,8 @@ void check_avx2_agrees_with_baseline() {
   for (bool integral : {true, false}) {
     for (long long F : {1LL, 7LL, 16LL, 33LL, 64LL, 100LL, 1029LL, 4096LL}) {
       for (long long n : {13LL, 203LL}) {
-        ASSERT_TRUE(md::set_host_isa(md::HostIsa::baseline));
-        const auto baseline = fused_path_results<T, Acc>(n, F, integral);
-        ASSERT_TRUE(md::set_host_isa(md::HostIsa::avx2));
-        const auto avx2 = fused_path_results<T, Acc>(n, F, integral);
-        ASSERT_EQ(baseline.size(), avx2.size());
-        long long differ = 0, count = 0;
-        for (std::size_t k = 0; k < avx2.size(); ++k) {
-          ASSERT_EQ(baseline[k].size(), avx2[k].size());
-          double scale = 0;
-          for (double v : baseline[k]) scale = std::max(scale, std::abs(v));
-          for (std::size_t e = 0; e < avx2[k].size(); ++e, ++count) {
-            const double a = baseline[k][e], v = avx2[k][e];
-            differ += integral ? std::memcmp(&a, &v, sizeof(double)) != 0 : !(std::abs(a - v) <= tolerance * scale);
-          }
-        }
+        const auto [differ, count] =
+            versions_differ<T, Acc>(md::HostIsa::baseline, md::HostIsa::avx2, n, F, integral, integral ? 0 : tolerance);
         EXPECT_EQ(differ, 0) << (integral ? "integer-valued" : "real-valued") << " n " << n << " F " << F << ": "
                              << differ << " of " << count << " results differ";
       }
@@ -543,18 +555,7 @@ void check_avx512_agrees_with_avx2() {
   }
   RestoreHostIsa restore;
   for (long long F : {1LL, 7LL, 16LL, 33LL, 64LL, 100LL, 1029LL, 4096LL}) {
-    ASSERT_TRUE(md::set_host_isa(md::HostIsa::avx2));
-    const auto avx2 = fused_path_results<T, Acc>(203, F, false);
-    ASSERT_TRUE(md::set_host_isa(md::HostIsa::avx512));
-    const auto avx512 = fused_path_results<T, Acc>(203, F, false);
-    ASSERT_EQ(avx2.size(), avx512.size());
-    long long differ = 0, count = 0;
-    for (std::size_t k = 0; k < avx2.size(); ++k) {
-      ASSERT_EQ(avx2[k].size(), avx512[k].size());
-      for (std::size_t e = 0; e < avx2[k].size(); ++e, ++count) {
-        differ += std::memcmp(&avx2[k][e], &avx512[k][e], sizeof(double)) != 0;
-      }
-    }
+    const auto [differ, count] = versions_differ<T, Acc>(md::HostIsa::avx2, md::HostIsa::avx512, 203, F, false, 0);
     EXPECT_EQ(differ, 0) << "F " << F << ": " << differ << " of " << count << " results differ";
   }
 }
