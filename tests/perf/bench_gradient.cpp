@@ -15,8 +15,9 @@
 // the fused_paired rows, which time a stream read and a fused call back to back in every
 // iteration and give the median of the per-pair ratios (see paired). Where the fused kernel runs
 // its AVX2 or AVX-512 version (model/host_isa.hpp; context host_isa), fused_paired_baseline rows
-// time its baseline SSE2 loops the same way, and where it runs the AVX-512 version for bf16 rows,
-// fused_paired_avx2 rows its AVX2 version.
+// time its baseline SSE2 loops the same way, and where it runs the AVX-512 version,
+// fused_paired_avx2 rows its AVX2 version (the same loops as fused_paired where the AVX-512
+// version runs the AVX2 one: fp32 rows below 2048 features, fp64 below 512, fp16).
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
@@ -318,7 +319,7 @@ void register_layout(bool with_rows, bool with_blas) {
         add("fused_paired", paired<T, Layout, GradientKernel::fused>);
         using kpmap::model_detail::HostIsa;
         const HostIsa isa = kpmap::model_detail::host_isa();
-        if (isa == HostIsa::avx512 && std::is_same_v<T, kpmap::bf16>) {  // bf16 rows' AVX-512 loops
+        if (isa == HostIsa::avx512) {
           add("fused_paired_avx2", paired<T, Layout, GradientKernel::fused, HostIsa::avx2>);
         }
         if (isa == HostIsa::avx2 || isa == HostIsa::avx512) {

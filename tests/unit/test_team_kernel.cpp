@@ -334,12 +334,13 @@ TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericBf16) { check_fixed_width_is_g
 // partial group of partial sums: the sums must be bitwise equal. With the loops of the baseline
 // (16-byte vectors) and of the AVX2 version (32-byte vectors, loops over rows unrolled;
 // model/host_isa.hpp), compiled for the baseline target (each product rounded, then added) and,
-// as the AVX2 version runs them, for AVX2 and FMA (each product fused with its sum).
+// as the AVX2 version runs them, for AVX2 and FMA (each product fused with its sum); and the
+// AVX-512 version's (64-byte vectors; fp32 dot products on 32-byte ones) as it runs them.
 // f() compiled for the baseline target, or (with_fma) inlined into a function compiled for AVX2
 // and FMA, as the fused kernel's AVX2 version runs its loops (run_avx2), for the loops with
 // `fused` products. with_fma needs a build with dispatch on a CPU with AVX2 and FMA (fma_runs).
-// with_avx512: inlined into a function compiled for AVX-512, as the AVX-512 version runs the
-// bf16 loops (run_avx512); it needs a CPU with AVX-512 (avx512_runs).
+// with_avx512: inlined into a function compiled for AVX-512, as the AVX-512 version runs its
+// loops (run_avx512); it needs a CPU with AVX-512 (avx512_runs).
 bool fma_runs() {
   namespace md = kpmap::model_detail;
   return md::host_isa() == md::HostIsa::avx2 || md::host_isa() == md::HostIsa::avx512;
@@ -378,6 +379,7 @@ T madd(T a, T b, T c) {
 template <class T, int vector_bytes, bool unroll, bool fused = false>
 void check_block_loops() {
   if (fused && !fma_runs()) GTEST_SKIP() << "no AVX2 + FMA version in this build or on this CPU";
+  if (vector_bytes == 64 && !avx512_runs()) GTEST_SKIP() << "no AVX-512 version in this build or on this CPU";
   namespace md = kpmap::model_detail;
   constexpr int rows = 8, lanes = md::dot_lanes<T, T>;
   for (long long F : {1LL, 5LL, 8LL, 16LL, 24LL, 67LL, 256LL, 1000LL, 1029LL}) {
@@ -389,7 +391,7 @@ void check_block_loops() {
     T a[rows], d1[rows], d4[rows];
     for (int q = 0; q < rows; ++q) a[q] = static_cast<T>(q - 3) / T(7);
     a[3] = -T(0);
-    run_loops<fused>([&] {
+    run_loops<fused, vector_bytes == 64>([&] {
       md::block_dot<rows, 1, vector_bytes, unroll, fused>(x.data(), stride, w.data(), F, d1, 0);
       md::block_dot<rows, 4, vector_bytes, unroll, fused>(x.data(), stride, w.data(), F, d4, 0);
       md::block_axpy<rows, vector_bytes, unroll, fused>(g.data(), a, x.data(), stride, F, x.data());
@@ -420,6 +422,8 @@ TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2LoopsFp32) { check_block_loops<fl
 #if defined(KPMAP_AVX2_DISPATCH)  // fused products exist in the AVX2 + FMA version only
 TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2FmaFp64) { check_block_loops<double, 32, true, true>(); }
 TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx2FmaFp32) { check_block_loops<float, 32, true, true>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx512Fp64) { check_block_loops<double, 64, true, true>(); }
+TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx512Fp32) { check_block_loops<float, 64, true, true>(); }
 #endif
 
 // The fused kernel's AVX2 version (model/host_isa.hpp) against its baseline loops, through every
@@ -540,12 +544,14 @@ TEST(FusedKernel, Avx2AgreesWithBaselineFp32) { check_avx2_agrees_with_baseline<
 TEST(FusedKernel, Avx2AgreesWithBaselineBf16) { check_avx2_agrees_with_baseline<kpmap::bf16, float>(); }
 TEST(FusedKernel, Avx2AgreesWithBaselineFp16) { check_avx2_agrees_with_baseline<kpmap::fp16, float>(); }
 
-// The AVX-512 version (model/host_isa.hpp: bf16 rows on 64-byte vectors, the AVX2 version for
-// other row types) against the AVX2 version, through every entry point of the fused path, on
-// real-valued data: the same products fused into the same sums in the same order, so every
-// result must be bitwise equal. Widths: the compile-time ones (16, 64), partial groups and
-// lines (1, 7, 33, 100: the AVX-512 dot product's masked last step), 1029 and 4096; 203 rows: 25
-// blocks of 8 and 3 rows after them. Skipped where the CPU has no AVX-512.
+// The AVX-512 version (model/host_isa.hpp: bf16 rows, fp64 rows from 512 features and fp32 rows
+// from 2048 on 64-byte vectors, the AVX2 version for the others) against the AVX2 version,
+// through every entry point of the fused path, on real-valued data: the same products fused into
+// the same sums in the same order, so every result must be bitwise equal. Widths: the
+// compile-time ones (16, 64), partial groups and lines (1, 7, 33, 100: the AVX-512 bf16 dot
+// product's masked last step), 1029 (fp64 rows in the AVX-512 version with a partial line), 2051
+// (fp32 rows in it, partial line) and 4096 (two halves per block); 203 rows: 25 blocks of 8 and 3
+// rows after them. Skipped where the CPU has no AVX-512.
 template <class T, class Acc>
 void check_avx512_agrees_with_avx2() {
   namespace md = kpmap::model_detail;
@@ -554,7 +560,7 @@ void check_avx512_agrees_with_avx2() {
                  << " loops here: no AVX-512 version";
   }
   RestoreHostIsa restore;
-  for (long long F : {1LL, 7LL, 16LL, 33LL, 64LL, 100LL, 1029LL, 4096LL}) {
+  for (long long F : {1LL, 7LL, 16LL, 33LL, 64LL, 100LL, 1029LL, 2051LL, 4096LL}) {
     const auto [differ, count] = versions_differ<T, Acc>(md::HostIsa::avx2, md::HostIsa::avx512, 203, F, false, 0);
     EXPECT_EQ(differ, 0) << "F " << F << ": " << differ << " of " << count << " results differ";
   }
@@ -562,6 +568,7 @@ void check_avx512_agrees_with_avx2() {
 
 TEST(FusedKernel, Avx512IsBitwiseAvx2Bf16) { check_avx512_agrees_with_avx2<kpmap::bf16, float>(); }
 TEST(FusedKernel, Avx512IsBitwiseAvx2Fp32) { check_avx512_agrees_with_avx2<float, float>(); }
+TEST(FusedKernel, Avx512IsBitwiseAvx2Fp64) { check_avx512_agrees_with_avx2<double, double>(); }
 
 // The residual sums of a block of 8 rows (model/fused_kernels.hpp, add_residuals): its residuals,
 // and their squares, are each summed as ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) and then

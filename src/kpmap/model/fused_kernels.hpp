@@ -49,9 +49,9 @@ namespace kpmap::model_detail {
 
 // The bytes of the vector types of the block loops: 16 (SSE2, and what a build for the CPU,
 // e.g. -march=native, compiles), 32 in the AVX2 version of a build with KPMAP_AVX2_DISPATCH
-// (host_isa.hpp). The sums do not depend on it: the dot products' partial sums are the same lanes
-// in vectors of either size, folded by halves in the same order, and the axpy's sums are per
-// element.
+// (host_isa.hpp), 64 in its AVX-512 version (wide_rows_avx512). The sums do not depend on it:
+// the dot products' partial sums are the same lanes in vectors of any of these sizes, folded by
+// halves in the same order, and the axpy's sums are per element.
 inline constexpr int host_vector_bytes = 16;
 
 template <class Acc>
@@ -85,9 +85,10 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
 // at the same place is read (Requests::during: one request per line read, so memory streams at
 // the rate of the arithmetic).
 // On GCC-compatible host compilers the main loop of rows of Acc runs on vector types of
-// vector_bytes (see host_vector_bytes): the same partial sums, lane for lane, but GCC keeps them
-// in registers, where with the plain array of 4 rows x 8 floats it kept them on the stack (a load
-// and a store per add).
+// vector_bytes (see host_vector_bytes), or of the row's partial sums if they are fewer bytes (32
+// in fp32 in the AVX-512 version): the same partial sums, lane for lane, but GCC keeps them in
+// registers, where with the plain array of 4 rows x 8 floats it kept them on the stack (a load and
+// a store per add).
 enum class Requests { before, during };
 
 template <int rows, int lanes, Requests requests, int vector_bytes = host_vector_bytes, bool fused = false, class Acc,
@@ -114,9 +115,11 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
     for (; j + lanes <= n; j += lanes) step(j);
   };
 #if defined(KPMAP_HOST_VECTORS)
-  if constexpr (std::is_same_v<T, Acc> && std::is_same_v<W, Acc> && lanes * sizeof(Acc) % vector_bytes == 0) {
-    typedef Acc V __attribute__((vector_size(vector_bytes)));
-    constexpr int per = vector_bytes / static_cast<int>(sizeof(Acc)), vectors = lanes / per;
+  constexpr int part_bytes = lanes * static_cast<int>(sizeof(Acc));
+  constexpr int dot_bytes = part_bytes < vector_bytes ? part_bytes : vector_bytes;
+  if constexpr (std::is_same_v<T, Acc> && std::is_same_v<W, Acc> && part_bytes % dot_bytes == 0) {
+    typedef Acc V __attribute__((vector_size(dot_bytes)));
+    constexpr int per = dot_bytes / static_cast<int>(sizeof(Acc)), vectors = lanes / per;
     V vpart[rows][vectors];
     for (int q = 0; q < rows; ++q) {
       for (int v = 0; v < vectors; ++v) vpart[q][v] = V{};
@@ -659,9 +662,9 @@ __attribute__((target(KPMAP_AVX512_TARGET), flatten)) void run_avx512(const Redu
   f(item, acc);
 }
 
-// A GradientReduce with wide vector loops (32 bytes, or 64 for bf16 rows in the AVX-512
-// version), its loops over a block's rows unrolled (for_rows) and every product fused with the
-// sum it is added to (add_product, add_products), run as the code of `isa` (avx2 or avx512).
+// A GradientReduce with wide vector loops (32 bytes, or 64 in the AVX-512 version), its loops over
+// a block's rows unrolled (for_rows) and every product fused with the sum it is added to
+// (add_product, add_products), run as the code of `isa` (avx2 or avx512).
 // Kokkos calls operator() once per work item of 8 rows.
 template <class Reduce, HostIsa isa>
 struct WideReduce {
@@ -686,6 +689,18 @@ struct WideReduce {
 #endif
 };
 #endif
+
+// Whether the AVX-512 version runs fp32 / fp64 rows of `features` elements (HostIsa::avx512):
+// fp64 rows of at least 4 KiB (512 features), fp32 rows of at least 8 KiB (2048 features); the
+// AVX2 version runs narrower ones. Its 64-byte vectors hold a cache line of a row in the axpy, and
+// in fp64 a row's 8 partial sums in the dot products (fp32's 8 stay on 32-byte vectors). Measured
+// out of cache on a Zen 5 host (docs/performance.md): from these widths on it streams faster
+// than the AVX2 version; at narrower ones (fp64 up to 256 features, fp32 up to 1024) slower,
+// although it is faster in cache.
+template <class Acc>
+constexpr bool wide_rows_avx512(long long features) {
+  return features * static_cast<long long>(sizeof(Acc)) >= (sizeof(Acc) == 8 ? 4096 : 8192);
+}
 
 // The reduction of `part` over all rows of X by GradientReduce<..., fixed_f>, or its AVX2 or
 // AVX-512 version (host_isa.hpp).
@@ -712,6 +727,14 @@ void reduce_part_as(const execution_space& exec, const XView& X, const YView& y,
     const HostIsa isa = host_isa();
     if constexpr (pair_order_v<Acc, XView> && std::is_same_v<typename XView::non_const_value_type, bf16>) {
       if (isa == HostIsa::avx512) {
+        using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 64, true, true>;
+        const WideReduce<wide, HostIsa::avx512> f512{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
+        Kokkos::parallel_reduce(label, policy, f512, sums);
+        return;
+      }
+    }
+    if constexpr (fixed_f == 0 && rows_contiguous_v<XView> && std::is_same_v<typename XView::non_const_value_type, Acc>) {
+      if (isa == HostIsa::avx512 && wide_rows_avx512<Acc>(X.extent(1))) {
         using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 64, true, true>;
         const WideReduce<wide, HostIsa::avx512> f512{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
         Kokkos::parallel_reduce(label, policy, f512, sums);

@@ -6,18 +6,20 @@
 // SSE2 vectors) and the same loops compiled for AVX2 and FMA (32-byte vectors, each product fused
 // with the sum it is added to), and runs the AVX2 version where the CPU has AVX2 and FMA. Both
 // form the same sums in the same order; the AVX2 version rounds each product once instead of
-// twice, so the two agree to rounding (bitwise on integer-valued data). For bf16 rows it carries
-// a third version, compiled for AVX-512 (F, BW, VL, DQ) and run where the CPU has it: the AVX2
-// version's operations on 64-byte vectors (two rows side by side in the dot products, a cache line
-// of a row in the axpy), lane for lane the same sums, so bitwise the AVX2 version's results; other
-// row types run the AVX2 version there. A build that targets the CPU (`native` preset) runs what
-// it was compiled for.
+// twice, so the two agree to rounding (bitwise on integer-valued data). For bf16 rows, and fp64
+// rows from 512 features and fp32 rows from 2048 (fused_kernels.hpp, wide_rows_avx512), it
+// carries a third version, compiled for AVX-512 (F, BW, VL, DQ) and run where the CPU has it: the
+// AVX2 version's operations on 64-byte vectors (a cache line of a row in the axpy; in the dot
+// products two bf16 rows side by side, an fp64 row's 8 partial sums), lane for lane the same sums,
+// so bitwise the AVX2 version's results; other rows run the AVX2 version there. A build that
+// targets the CPU (`native` preset) runs what it was compiled for.
 #pragma once
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__AVX2__) && !defined(__CUDACC__) && \
     !defined(__HIPCC__) && !defined(SYCL_LANGUAGE_VERSION)
 #define KPMAP_AVX2_DISPATCH 1
-// The target of the AVX-512 version (model/half_kernels.hpp), for __attribute__((target(...))).
+// The target of the AVX-512 version (model/half_kernels.hpp, model/fused_kernels.hpp), for
+// __attribute__((target(...))).
 #define KPMAP_AVX512_TARGET "avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"
 #endif
 
@@ -26,7 +28,7 @@ namespace kpmap::model_detail {
 enum class HostIsa {
   baseline,      // the baseline loops of a build with dispatch
   avx2,          // their AVX2 + FMA version
-  avx512,        // the AVX-512 version for bf16 rows, the AVX2 + FMA version for the others
+  avx512,        // the AVX-512 version for bf16 rows and wide fp32 / fp64 rows, AVX2 + FMA for the others
   build_target,  // a build without dispatch: what the compiler targeted
 };
 

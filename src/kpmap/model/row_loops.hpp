@@ -134,6 +134,17 @@ __attribute__((target("avx2,fma"))) inline void fused_add_product(fma_doubles4& 
                                                                  const fma_doubles4& b) {
   sum = _mm256_fmadd_pd(a, b, sum);
 }
+// The AVX-512 version's (fused_kernels.hpp, wide_rows_avx512).
+typedef float fma_floats16 __attribute__((vector_size(64)));
+typedef double fma_doubles8 __attribute__((vector_size(64)));
+__attribute__((target(KPMAP_AVX512_TARGET))) inline void fused_add_product(fma_floats16& sum, const fma_floats16& a,
+                                                                          const fma_floats16& b) {
+  sum = _mm512_fmadd_ps(a, b, sum);
+}
+__attribute__((target(KPMAP_AVX512_TARGET))) inline void fused_add_product(fma_doubles8& sum, const fma_doubles8& a,
+                                                                          const fma_doubles8& b) {
+  sum = _mm512_fmadd_pd(a, b, sum);
+}
 #endif
 
 // sum += a * b on GCC vector types, lane by lane: one fma per lane in the AVX2 + FMA version
