@@ -733,7 +733,8 @@ void reduce_part_as(const execution_space& exec, const XView& X, const YView& y,
         return;
       }
     }
-    if constexpr (fixed_f == 0 && rows_contiguous_v<XView> && std::is_same_v<typename XView::non_const_value_type, Acc>) {
+    if constexpr (fixed_f == 0 && rows_contiguous_v<XView> &&
+                  std::is_same_v<typename XView::non_const_value_type, Acc>) {
       if (isa == HostIsa::avx512 && wide_rows_avx512<Acc>(X.extent(1))) {
         using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 64, true, true>;
         const WideReduce<wide, HostIsa::avx512> f512{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
