@@ -694,9 +694,9 @@ struct WideReduce {
 // fp64 rows of at least 4 KiB (512 features), fp32 rows of at least 8 KiB (2048 features); the
 // AVX2 version runs narrower ones. Its 64-byte vectors hold a cache line of a row in the axpy, and
 // in fp64 a row's 8 partial sums in the dot products (fp32's 8 stay on 32-byte vectors). Measured
-// out of cache on a Zen 5 host (docs/performance.md): from these widths on it streams faster
-// than the AVX2 version; at narrower ones (fp64 up to 256 features, fp32 up to 1024) slower,
-// although it is faster in cache.
+// out of cache on a Zen 5 host (docs/performance.md; the sweep over widths in commit 0425ab2's
+// message): from these widths on it streams faster than the AVX2 version; at narrower ones (fp64
+// up to 256 features, fp32 up to 1024) slower, although it is faster in cache.
 template <class Acc>
 constexpr bool wide_rows_avx512(long long features) {
   return features * static_cast<long long>(sizeof(Acc)) >= (sizeof(Acc) == 8 ? 4096 : 8192);
@@ -725,17 +725,13 @@ void reduce_part_as(const execution_space& exec, const XView& X, const YView& y,
 #if defined(KPMAP_AVX2_DISPATCH)
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename execution_space::memory_space>::accessible) {
     const HostIsa isa = host_isa();
-    if constexpr (pair_order_v<Acc, XView> && std::is_same_v<typename XView::non_const_value_type, bf16>) {
-      if (isa == HostIsa::avx512) {
-        using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 64, true, true>;
-        const WideReduce<wide, HostIsa::avx512> f512{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
-        Kokkos::parallel_reduce(label, policy, f512, sums);
-        return;
-      }
-    }
-    if constexpr (fixed_f == 0 && rows_contiguous_v<XView> &&
-                  std::is_same_v<typename XView::non_const_value_type, Acc>) {
-      if (isa == HostIsa::avx512 && wide_rows_avx512<Acc>(X.extent(1))) {
+    using T = typename XView::non_const_value_type;
+    // The rows the AVX-512 version can run: bf16 rows at any width, and fp32 / fp64 rows of the
+    // generic width (the compile-time widths are below wide_rows_avx512's).
+    constexpr bool bf16_rows = pair_order_v<Acc, XView> && std::is_same_v<T, bf16>;
+    constexpr bool acc_rows = fixed_f == 0 && rows_contiguous_v<XView> && std::is_same_v<T, Acc>;
+    if constexpr (bf16_rows || acc_rows) {
+      if (isa == HostIsa::avx512 && (bf16_rows || wide_rows_avx512<Acc>(X.extent(1)))) {
         using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 64, true, true>;
         const WideReduce<wide, HostIsa::avx512> f512{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
         Kokkos::parallel_reduce(label, policy, f512, sums);
