@@ -39,8 +39,9 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
   app.add_option("deck", options.deck, "YAML input deck (see inputs/)");
   app.add_option("--set", options.overrides, "Override a deck key: --set key.path=value (repeatable)")
       ->type_name("KEY=VALUE");
-  app.add_option("--output", output, "Where to write the JSON report (overrides output.report)")
-      ->type_name("FILE");
+  const CLI::Option* output_option =
+      app.add_option("--output", output, "Where to write the JSON report (overrides output.report; \"\": none)")
+          ->type_name("FILE");
   std::string resume;
   app.add_option("--resume", resume, "Continue from a checkpoint file, or the newest in a directory "
                                      "(overrides checkpoint.resume; docs/reliability.md)")
@@ -91,7 +92,8 @@ int parse_command_line(int argc, char** argv, int rank, kpmap::RunOptions& optio
     if (rank == 0) std::cerr << "kpmap: error: no deck given\n" << app.help() << std::flush;
     return kpmap::exit_bad_input;
   }
-  if (!output.empty()) options.overrides.push_back("output.report=" + output);
+  // --output "" writes no report, as output.report: "" does (a bare `output.report=` is YAML's null).
+  if (output_option->count() > 0) options.overrides.push_back("output.report=" + (output.empty() ? "\"\"" : output));
   if (!resume.empty()) options.overrides.push_back("checkpoint.resume=" + resume);
   return -1;
 }
