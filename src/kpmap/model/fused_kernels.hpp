@@ -11,13 +11,14 @@
 // load of w serves all of them (dot_group). The lines 16 KiB or one group of rows further on in X
 // are requested into L2 (prefetch_hint) as the rows are read (block_dot). Then one axpy adds all
 // 8 rows, still in L1 (16 KiB in fp64 at 256 features), so the thread-private gradient is loaded
-// and stored once per 8 rows, while it requests the 8 rows of a block at least 8 KiB further on
-// (axpy_request_bytes), so that memory keeps streaming during the arithmetic (blocks of wide
-// rows in two halves of 4 rows: split_block_bytes). For
-// fp32 and fp64 rows of 8, 16, 32 or 64 features the row length is a compile-time constant
+// and stored once per 8 rows, while it requests the 8 rows of a block about 8 KiB further on
+// (axpy_request_bytes), so that memory keeps streaming during the arithmetic (in the one-pass
+// fused reduction, blocks of wide rows in two halves of 4 rows: split_block_bytes). For
+// fp32, fp64 and bf16 rows of 8, 16, 32 or 64 features the row length is a compile-time constant
 // (reduce_part), so that these short loops unroll. On GCC-compatible host compilers the fp32 /
 // fp64 block loops run on vector types (KPMAP_HOST_VECTORS; 16 bytes, 32 in the AVX2 version
-// that baseline x86-64 builds run where the CPU has AVX2, host_isa.hpp): the same sums in the
+// that baseline x86-64 builds run where the CPU has AVX2, 64 in the AVX-512 version for wide
+// rows, host_isa.hpp): the same sums in the
 // same order, kept in registers. Rows of LayoutRight views take this pointer path; any other
 // layout falls back to View indexing, one row at a time (correct, not tuned). Measured bandwidth
 // at every width: docs/performance.md.
@@ -212,9 +213,9 @@ inline constexpr long long burst_bytes = 2048;
 // row 3 and row 4.
 inline constexpr long long split_block_bytes = 131072;
 
-// The axpy of a block of fp32 / fp64 rows requests the rows of the block at least this many
-// bytes further on, in whole blocks: the next block from blocks of 8 KiB (fp64 rows of 128
-// features), 4 blocks on for blocks of 2 KiB. Measured out of cache (docs/performance.md), rows
+// The axpy of a block of fp32 / fp64 rows requests the rows of the block this many bytes further
+// on, in whole blocks (rounded down, and at least the next block: next_rows): the next block
+// from blocks of 8 KiB (fp64 rows of 128 features), 4 blocks on for blocks of 2 KiB. Measured out of cache (docs/performance.md), rows
 // of 128 to 512 bytes stream faster with these requests than with the next block's. The dot
 // products' requests (prefetch_distance) do not make them redundant: without the axpy's, rows of
 // 256 bytes to 2 KiB streamed slower.
@@ -467,8 +468,9 @@ struct GradientReduce {
   }
 
   // The rows of the block that the axpy of block i0 requests (x points at block i0's first row):
-  // the first whole block at least axpy_request_bytes further on, or x itself where that block
-  // would pass the end of X, so that no prefetch pointer leaves it.
+  // axpy_request_bytes / (a block's bytes) blocks further on, rounded down, and at least the next
+  // block; or x itself where that block would pass the end of X, so that no prefetch pointer
+  // leaves it.
   template <class P>
   KOKKOS_INLINE_FUNCTION P* next_rows(long long i0, P* x, long long stride) const {
     const long long bytes = block * stride * static_cast<long long>(sizeof(P));
