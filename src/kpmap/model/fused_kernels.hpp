@@ -18,10 +18,9 @@
 // (reduce_part), so that these short loops unroll. On GCC-compatible host compilers the fp32 /
 // fp64 block loops run on vector types (KPMAP_HOST_VECTORS; 16 bytes, 32 in the AVX2 version
 // that baseline x86-64 builds run where the CPU has AVX2, 64 in the AVX-512 version for wide
-// rows, host_isa.hpp): the same sums in the
-// same order, kept in registers. Rows of LayoutRight views take this pointer path; any other
-// layout falls back to View indexing, one row at a time (correct, not tuned). Measured bandwidth
-// at every width: docs/performance.md.
+// rows, host_isa.hpp): the same sums in the same order, kept in registers. Rows of LayoutRight
+// views take this pointer path; any other layout falls back to View indexing, one row at a time
+// (correct, not tuned). Measured bandwidth at every width: docs/performance.md.
 //
 // 16-bit storage (T = bf16 or fp16, Acc = float): every element is converted to float where it
 // is used and nothing is rounded to 16 bits. 16-bit rows of LayoutRight views take their own
@@ -215,10 +214,10 @@ inline constexpr long long split_block_bytes = 131072;
 
 // The axpy of a block of fp32 / fp64 rows requests the rows of the block this many bytes further
 // on, in whole blocks (rounded down, and at least the next block: next_rows): the next block
-// from blocks of 8 KiB (fp64 rows of 128 features), 4 blocks on for blocks of 2 KiB. Measured out of cache (docs/performance.md), rows
-// of 128 to 512 bytes stream faster with these requests than with the next block's. The dot
-// products' requests (prefetch_distance) do not make them redundant: without the axpy's, rows of
-// 256 bytes to 2 KiB streamed slower.
+// from blocks of 8 KiB (fp64 rows of 128 features), 4 blocks on for blocks of 2 KiB. Measured
+// out of cache (docs/performance.md), rows of 128 to 512 bytes stream faster with these requests
+// than with the next block's. The dot products' requests (prefetch_distance) do not make them
+// redundant: without the axpy's, rows of 256 bytes to 2 KiB streamed slower.
 inline constexpr long long axpy_request_bytes = 8192;
 
 // out[q] = the dot product of row q with w for q < rows, `group` rows at a time, requesting the
