@@ -508,11 +508,20 @@ struct GradientReduce {
     add_residuals<block>(i0, r, acc);
   }
 
-  // Whether the dot products' loop over a block's rows stays a loop where the rest of the block is
-  // unrolled: fp64 rows of 16 features (128 bytes), which stream faster so (measured out of cache
-  // on a Zen 5 host, docs/performance.md); unrolled, the 8 rows' dot products and their requests
-  // become one straight run. The sums are the same either way.
+  // Two exceptions in the dot products of the compile-time widths, for fp64 rows, which stream
+  // faster so out of cache (measured on a Zen 5 host, docs/performance.md); the sums are the same.
+  // At 16 features (128-byte rows) the loop over a block's rows stays a loop where the rest of
+  // the block is unrolled: unrolled, the 8 rows' dot products and their requests become one
+  // straight run. At 32 and 64 features the dot products take the row length at run time (the
+  // axpy keeps the constant), which in cache is slower.
   static constexpr bool rolled_dot = fixed_f == 16 && std::is_same_v<Acc, double>;
+  KOKKOS_INLINE_FUNCTION long long dot_length() const {
+    if constexpr ((fixed_f == 32 || fixed_f == 64) && std::is_same_v<Acc, double>) {
+      return static_cast<long long>(X.extent(1));
+    } else {
+      return row_length();
+    }
+  }
 
   // Rows [i0 + h, i0 + h + rows) of the whole block at i0, with their residuals r[h, h + rows):
   // their dot products (Fused, but for columns), `group` rows at a time, added to r, then their
@@ -524,7 +533,7 @@ struct GradientReduce {
     if constexpr (std::is_same_v<Tag, Fused> && part != Part::columns) {
       Acc d[rows];
       block_dot<rows, group, vector_bytes, unroll && !rolled_dot, fused>(x + h * stride, stride, w.data(),
-                                                                         row_length(), d, ahead);
+                                                                         dot_length(), d, ahead);
       for_rows<rows, unroll>([&](auto q) { r[h + q] += d[q]; });
     }
     if constexpr (part != Part::residual) {
@@ -770,7 +779,8 @@ inline constexpr bool fixed_widths_v =
 // The one-pass reduction over narrow contiguous fp32, fp64 or bf16 rows (8 to 64 features) runs with
 // the row length as a compile-time constant: the same arithmetic in the same order (the result
 // is bitwise the generic one), with the per-row loops unrolled, where the loop control, the
-// remainders and the folds would otherwise cost as much as the row's arithmetic.
+// remainders and the folds would otherwise cost as much as the row's arithmetic (but for the dot
+// products of fp64 rows of 32 and 64 features: GradientReduce::dot_length).
 template <class Tag, class Acc, Part part, class XView, class YView, class WView, class BView, class ZView, class RView>
 void reduce_part(const execution_space& exec, const XView& X, const YView& y, const WView& w, const BView& b,
                  const ZView& z, const RView& res, long long c0, long long width, const View1<Acc>& sums) {
