@@ -24,6 +24,7 @@
 #include <ios>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -381,7 +382,7 @@ void check_block_loops() {
   if (fused && !fma_runs()) GTEST_SKIP() << "no AVX2 + FMA version in this build or on this CPU";
   if (vector_bytes == 64 && !avx512_runs()) GTEST_SKIP() << "no AVX-512 version in this build or on this CPU";
   namespace md = kpmap::model_detail;
-  constexpr int rows = 8, lanes = md::dot_lanes<T, T>;
+  constexpr int rows = 8, lanes1 = md::dot_lanes<T, T, 1>, lanes4 = md::dot_lanes<T, T, 4>;
   for (long long F : {1LL, 5LL, 8LL, 16LL, 24LL, 67LL, 256LL, 1000LL, 1029LL}) {
     const long long stride = F + 3;  // rows not aligned to 16 bytes
     const std::vector<double> xs = kpmap::test::hashed(static_cast<std::size_t>(rows * stride), 7);
@@ -397,14 +398,20 @@ void check_block_loops() {
       md::block_axpy<rows, vector_bytes, unroll, fused>(g.data(), a, x.data(), stride, F, x.data());
     });
     long long differ = 0;
-    for (int q = 0; q < rows; ++q) {
-      T part[lanes] = {};
+    // Row q's sum with `lanes` partial sums, folded by halves.
+    const auto plain_dot = [&](int q, auto lanes) {
+      T part[decltype(lanes)::value] = {};
       for (long long j = 0; j < F; ++j) part[j % lanes] = madd<fused>(x[q * stride + j], w[j], part[j % lanes]);
       for (int width = lanes / 2; width > 0; width /= 2) {
         for (int k = 0; k < width; ++k) part[k] += part[k + width];
       }
-      differ += std::memcmp(&part[0], &d1[q], sizeof(T)) != 0;
-      differ += std::memcmp(&part[0], &d4[q], sizeof(T)) != 0;
+      return part[0];
+    };
+    for (int q = 0; q < rows; ++q) {
+      const T s1 = plain_dot(q, std::integral_constant<int, lanes1>()),
+              s4 = plain_dot(q, std::integral_constant<int, lanes4>());
+      differ += std::memcmp(&s1, &d1[q], sizeof(T)) != 0;
+      differ += std::memcmp(&s4, &d4[q], sizeof(T)) != 0;
     }
     for (long long j = 0; j < F; ++j) {
       T sum = ref_g[j];
@@ -429,7 +436,8 @@ TEST(FusedKernel, BlockLoopsAreThePlainSumsAvx512Fp32) { check_block_loops<float
 // The fused kernel's AVX2 version (model/host_isa.hpp) against its baseline loops, through every
 // entry point of the fused path (fused, backward, residual and residual_from_z,
 // gradient_columns windows), for every storage type. Widths: the compile-time ones, partial cache
-// lines and lane groups, rows interleaved 4 at a time (1029), blocks summed in halves (4096).
+// lines and lane groups, rows interleaved 4 at a time (fp64 1029, fp32 2051), blocks summed in
+// halves (4096).
 // On integer-valued data (every value in {-1, 0, 1}: every product and partial sum is an exact
 // small integer, so neither the order nor the fused products change a bit) the results must be
 // bitwise equal: no term lost, doubled or added to the wrong sum. On real-valued data the two
@@ -528,7 +536,7 @@ void check_avx2_agrees_with_baseline() {
   RestoreHostIsa restore;
   const double tolerance = std::is_same_v<Acc, float> ? 1e-3 : 1e-11;
   for (bool integral : {true, false}) {
-    for (long long F : {1LL, 7LL, 16LL, 33LL, 64LL, 100LL, 1029LL, 4096LL}) {
+    for (long long F : {1LL, 7LL, 16LL, 33LL, 64LL, 100LL, 1029LL, 2051LL, 4096LL}) {
       for (long long n : {13LL, 203LL}) {
         const auto [differ, count] =
             versions_differ<T, Acc>(md::HostIsa::baseline, md::HostIsa::avx2, n, F, integral, integral ? 0 : tolerance);

@@ -6,10 +6,11 @@
 // Why the loops look the way they do: without -ffast-math a compiler may not reorder a sum, so
 // a plain dot product runs one dependent add per element. row_dot keeps `lanes` independent
 // partial sums, which the compiler turns into SIMD registers, and the gradient update is a
-// restrict-qualified axpy. A work item takes 8 consecutive rows: rows shorter than 4 KiB are
-// summed one after the other, in address order; wider rows 4 at a time, interleaved, so that each
-// load of w serves all of them (dot_group). The lines 16 KiB or one group of rows further on in X
-// are requested into L2 (prefetch_hint) as the rows are read (block_dot). Then one axpy adds all
+// restrict-qualified axpy. A work item takes 8 consecutive rows: rows shorter than 4 KiB (fp64) or
+// 8 KiB (fp32) are summed one after the other, in address order; wider rows 4 at a time,
+// interleaved, so that each load of w serves all of them (dot_group). The lines 16 KiB or one
+// group of rows further on in X are requested into L2 (prefetch_hint) as the rows are read
+// (block_dot; not by the interleaved rows of the AVX-512 version, rows_part). Then one axpy adds all
 // 8 rows, still in L1 (16 KiB in fp64 at 256 features), so the thread-private gradient is loaded
 // and stored once per 8 rows, while it requests the 8 rows of a block about 8 KiB further on
 // (axpy_request_bytes), so that memory keeps streaming during the arithmetic (in the one-pass
@@ -83,13 +84,13 @@ KOKKOS_INLINE_FUNCTION Acc row_dot(const T* KOKKOS_RESTRICT x, const W* KOKKOS_R
 // row_dot. The cache lines of the rows `ahead` elements further on in X are requested (see
 // rows_block): all of them before the dot product (Requests::before), or each as the rows' line
 // at the same place is read (Requests::during: one request per line read, so memory streams at
-// the rate of the arithmetic).
+// the rate of the arithmetic), or none (Requests::none).
 // On GCC-compatible host compilers the main loop of rows of Acc runs on vector types of
 // vector_bytes (see host_vector_bytes), or of the row's partial sums if they are fewer bytes (32
-// in fp32 in the AVX-512 version): the same partial sums, lane for lane, but GCC keeps them in
-// registers, where with the plain array of 4 rows x 8 floats it kept them on the stack (a load and
-// a store per add).
-enum class Requests { before, during };
+// for fp32 rows summed one at a time in the AVX-512 version): the same partial sums, lane for
+// lane, but GCC keeps them in registers, where with the plain array of 4 rows x 8 floats it kept
+// them on the stack (a load and a store per add).
+enum class Requests { before, during, none };
 
 template <int rows, int lanes, Requests requests, int vector_bytes = host_vector_bytes, bool fused = false, class Acc,
           class T, class W>
@@ -186,15 +187,21 @@ KOKKOS_INLINE_FUNCTION void interleaved_dot(const T* KOKKOS_RESTRICT x, long lon
   }
 }
 
-// Partial sums per row in a block's dot products: 32 bytes for 4-byte elements and sums (faster
-// out of cache in fp32), row_dot's 64 bytes otherwise.
-template <class Acc, class T>
-inline constexpr int dot_lanes = sizeof(T) == 4 && sizeof(Acc) == 4 ? 8 : simd_lanes<Acc>;
+// Rows whose dot products are interleaved: rows of at least interleave_bytes<T> (fp64 rows from
+// 512 features, fp32 from 2048) 4 at a time, narrower rows one after the other, in address order
+// (measured out of cache: docs/performance.md).
+template <class T>
+inline constexpr long long interleave_bytes = sizeof(T) == 4 ? 8192 : 4096;
+template <class T>
+KOKKOS_INLINE_FUNCTION constexpr int dot_group(long long row_length) {
+  return row_length * static_cast<long long>(sizeof(T)) >= interleave_bytes<T> ? 4 : 1;
+}
 
-// Rows whose dot products are interleaved: rows of at least interleave_bytes 4 at a time, narrower
-// rows one after the other, in address order (measured out of cache: docs/performance.md).
-inline constexpr long long interleave_bytes = 4096;
-KOKKOS_INLINE_FUNCTION constexpr int dot_group(long long row_bytes) { return row_bytes >= interleave_bytes ? 4 : 1; }
+// Partial sums per row in a block's dot products, `group` rows at a time: 32 bytes for 4-byte
+// elements and sums one row at a time, row_dot's 64 bytes otherwise, interleaved fp32 rows
+// included (each faster out of cache in fp32: docs/performance.md).
+template <class Acc, class T, int group>
+inline constexpr int dot_lanes = sizeof(T) == 4 && sizeof(Acc) == 4 && group == 1 ? 8 : simd_lanes<Acc>;
 
 // How far ahead of the rows being read block_dot requests X, in bytes: at least this, and at
 // least one group of rows; and the largest group of rows whose lines are all requested before
@@ -222,36 +229,35 @@ inline constexpr long long axpy_request_bytes = 8192;
 
 // out[q] = the dot product of row q with w for q < rows, `group` rows at a time, requesting the
 // lines `ahead` elements further on in X (see rows_block): a group of at most burst_bytes all at
-// once before its dot product, a larger one line by line as it is read (interleaved_dot). A
-// row's sum is the same whatever the grouping: its terms, its partial sums and their fold do not
-// depend on the other rows.
+// once before its dot product, a larger one line by line as it is read (interleaved_dot); with
+// `request` false, none. A row's sum is the same whatever the requests, and whatever the
+// grouping for the same partial sums (dot_lanes): its terms, its partial sums and their fold do
+// not depend on the other rows.
 template <int rows, int group, int vector_bytes = host_vector_bytes, bool unroll = false, bool fused = false,
-          class Acc, class T, class W>
+          bool request = true, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
                                       long long n, Acc* out, long long ahead) {
-  constexpr int lanes = dot_lanes<Acc, T>;
+  constexpr int lanes = dot_lanes<Acc, T, group>;
   static_assert(rows % group == 0, "rows is a multiple of the group");
   const bool burst = group * n * static_cast<long long>(sizeof(T)) <= burst_bytes;
+  constexpr Requests small = request ? Requests::before : Requests::none;
+  constexpr Requests large = request ? Requests::during : Requests::none;
   // The same calls in both branches: through a lambda, the plain loop left block_dot out of line.
   if constexpr (unroll) {
     for_rows<rows / group, true>([&](auto k) {
       const int q = k * group;
       if (burst) {
-        interleaved_dot<group, lanes, Requests::before, vector_bytes, fused>(x + q * stride, stride, w, n, out + q,
-                                                                             ahead);
+        interleaved_dot<group, lanes, small, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
       } else {
-        interleaved_dot<group, lanes, Requests::during, vector_bytes, fused>(x + q * stride, stride, w, n, out + q,
-                                                                             ahead);
+        interleaved_dot<group, lanes, large, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
       }
     });
   } else {
     for (int q = 0; q < rows; q += group) {
       if (burst) {
-        interleaved_dot<group, lanes, Requests::before, vector_bytes, fused>(x + q * stride, stride, w, n, out + q,
-                                                                             ahead);
+        interleaved_dot<group, lanes, small, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
       } else {
-        interleaved_dot<group, lanes, Requests::during, vector_bytes, fused>(x + q * stride, stride, w, n, out + q,
-                                                                             ahead);
+        interleaved_dot<group, lanes, large, vector_bytes, fused>(x + q * stride, stride, w, n, out + q, ahead);
       }
     }
   }
@@ -491,11 +497,11 @@ struct GradientReduce {
     });
     // The dot products request the rows prefetch_distance bytes, or a group of rows, ahead; the
     // rows themselves at the end of X, so that no pointer leaves it.
-    const int group = dot_group(F * static_cast<long long>(sizeof(T)));
+    const int group = dot_group<T>(F);
     const long long far = prefetch_distance / static_cast<long long>(sizeof(T));
     const long long ahead = far > group * stride ? far : group * stride;
     const bool inside = (i0 + block) * stride + ahead <= static_cast<long long>(X.extent(0)) * stride;
-    static_assert(split_block_bytes / block >= interleave_bytes, "the halves' rows are dot_group 4");
+    static_assert(split_block_bytes / block >= interleave_bytes<T>, "the halves' rows are dot_group 4");
     if (std::is_same_v<Tag, Fused> && part == Part::all &&
         block * F * static_cast<long long>(sizeof(T)) >= split_block_bytes) {  // wide rows: two halves
       rows_part<block / 2, 4>(i0, 0, r, inside ? ahead : 0, acc);
@@ -525,15 +531,18 @@ struct GradientReduce {
 
   // Rows [i0 + h, i0 + h + rows) of the whole block at i0, with their residuals r[h, h + rows):
   // their dot products (Fused, but for columns), `group` rows at a time, added to r, then their
-  // axpy, which requests the same rows of a block further on (next_rows).
+  // axpy, which requests the same rows of a block further on (next_rows). In the AVX-512 version
+  // the dot products of interleaved rows followed by the axpy request nothing themselves, which
+  // streams faster there (docs/performance.md); the AVX2 version streams slower without them.
   template <int rows, int group>
   KOKKOS_INLINE_FUNCTION void rows_part(long long i0, int h, Acc* r, long long ahead, value_type acc) const {
     const long long stride = static_cast<long long>(X.stride(0));
     const auto* x = X.data() + i0 * stride;
     if constexpr (std::is_same_v<Tag, Fused> && part != Part::columns) {
+      constexpr bool request = !(vector_bytes == 64 && group == 4 && part == Part::all);
       Acc d[rows];
-      block_dot<rows, group, vector_bytes, unroll && !rolled_dot, fused>(x + h * stride, stride, w.data(),
-                                                                         dot_length(), d, ahead);
+      block_dot<rows, group, vector_bytes, unroll && !rolled_dot, fused, request>(x + h * stride, stride, w.data(),
+                                                                                  dot_length(), d, ahead);
       for_rows<rows, unroll>([&](auto q) { r[h + q] += d[q]; });
     }
     if constexpr (part != Part::residual) {
