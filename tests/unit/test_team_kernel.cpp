@@ -389,12 +389,14 @@ void check_block_loops() {
     const std::vector<double> ws = kpmap::test::hashed(static_cast<std::size_t>(F), 8);
     const std::vector<double> gs = kpmap::test::hashed(static_cast<std::size_t>(F), 9);
     std::vector<T> x(xs.begin(), xs.end()), w(ws.begin(), ws.end()), g(gs.begin(), gs.end()), ref_g = g;
-    T a[rows], d1[rows], d4[rows];
+    T a[rows], d1[rows], d4[rows], d1_lines[rows], d4_lines[rows];  // requests all at once, line by line
     for (int q = 0; q < rows; ++q) a[q] = static_cast<T>(q - 3) / T(7);
     a[3] = -T(0);
     run_loops<fused, vector_bytes == 64>([&] {
-      md::block_dot<rows, 1, vector_bytes, unroll, fused>(x.data(), stride, w.data(), F, d1, 0);
-      md::block_dot<rows, 4, vector_bytes, unroll, fused>(x.data(), stride, w.data(), F, d4, 0);
+      md::block_dot<rows, 1, vector_bytes, unroll, fused>(x.data(), stride, w.data(), F, d1, 0, true);
+      md::block_dot<rows, 4, vector_bytes, unroll, fused>(x.data(), stride, w.data(), F, d4, 0, true);
+      md::block_dot<rows, 1, vector_bytes, unroll, fused>(x.data(), stride, w.data(), F, d1_lines, 0, false);
+      md::block_dot<rows, 4, vector_bytes, unroll, fused>(x.data(), stride, w.data(), F, d4_lines, 0, false);
       md::block_axpy<rows, vector_bytes, unroll, fused>(g.data(), a, x.data(), stride, F, x.data());
     });
     long long differ = 0;
@@ -412,6 +414,8 @@ void check_block_loops() {
               s4 = plain_dot(q, std::integral_constant<int, lanes4>());
       differ += std::memcmp(&s1, &d1[q], sizeof(T)) != 0;
       differ += std::memcmp(&s4, &d4[q], sizeof(T)) != 0;
+      differ += std::memcmp(&s1, &d1_lines[q], sizeof(T)) != 0;
+      differ += std::memcmp(&s4, &d4_lines[q], sizeof(T)) != 0;
     }
     for (long long j = 0; j < F; ++j) {
       T sum = ref_g[j];

@@ -205,10 +205,11 @@ inline constexpr int dot_lanes = sizeof(T) == 4 && sizeof(Acc) == 4 && group == 
 
 // How far ahead of the rows being read block_dot requests X, in bytes: at least this, and at
 // least one group of rows; and the largest group of rows whose lines are all requested before
-// its dot product. Larger groups request one line per line read: a burst of their lines would
-// wait for the core's free miss buffers. docs/performance.md.
+// its dot product (8 lines: fp32 rows up to 128 features, fp64 up to 64). Larger groups request
+// one line per line read, which out of cache streams faster from rows of 1 KiB on: a burst of
+// their lines waits for the core's free miss buffers. docs/performance.md.
 inline constexpr long long prefetch_distance = 16384;
-inline constexpr long long burst_bytes = 2048;
+inline constexpr long long burst_bytes = 512;
 
 // A one-pass block of 8 rows of at least split_block_bytes (fp64 rows from 2048 features, fp32
 // from 4096) is summed in two halves of 4 rows, each half's dot products and then its axpy, so
@@ -228,18 +229,17 @@ inline constexpr long long split_block_bytes = 131072;
 inline constexpr long long axpy_request_bytes = 8192;
 
 // out[q] = the dot product of row q with w for q < rows, `group` rows at a time, requesting the
-// lines `ahead` elements further on in X (see rows_block): a group of at most burst_bytes all at
-// once before its dot product, a larger one line by line as it is read (interleaved_dot); with
-// `request` false, none. A row's sum is the same whatever the requests, and whatever the
+// lines `ahead` elements further on in X (see rows_block): with `burst` (a group of at most
+// burst_bytes) all at once before its dot product, else line by line as it is read
+// (interleaved_dot); with `request` false, none. A row's sum is the same whatever the requests, and whatever the
 // grouping for the same partial sums (dot_lanes): its terms, its partial sums and their fold do
 // not depend on the other rows.
 template <int rows, int group, int vector_bytes = host_vector_bytes, bool unroll = false, bool fused = false,
           bool request = true, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
-                                      long long n, Acc* out, long long ahead) {
+                                      long long n, Acc* out, long long ahead, bool burst) {
   constexpr int lanes = dot_lanes<Acc, T, group>;
   static_assert(rows % group == 0, "rows is a multiple of the group");
-  const bool burst = group * n * static_cast<long long>(sizeof(T)) <= burst_bytes;
   constexpr Requests small = request ? Requests::before : Requests::none;
   constexpr Requests large = request ? Requests::during : Requests::none;
   // The same calls in both branches: through a lambda, the plain loop left block_dot out of line.
@@ -540,9 +540,12 @@ struct GradientReduce {
     const auto* x = X.data() + i0 * stride;
     if constexpr (std::is_same_v<Tag, Fused> && part != Part::columns) {
       constexpr bool request = !(vector_bytes == 64 && group == 4 && part == Part::all);
+      // From row_length(), a constant at the compile-time widths: the group's bytes bound by a
+      // test on dot_length(), GCC peels the dot product's loop at fp64's 32 and 64 features.
+      const bool burst = group * row_length() * static_cast<long long>(sizeof(*x)) <= burst_bytes;
       Acc d[rows];
       block_dot<rows, group, vector_bytes, unroll && !rolled_dot, fused, request>(x + h * stride, stride, w.data(),
-                                                                                  dot_length(), d, ahead);
+                                                                                  dot_length(), d, ahead, burst);
       for_rows<rows, unroll>([&](auto q) { r[h + q] += d[q]; });
     }
     if constexpr (part != Part::residual) {
