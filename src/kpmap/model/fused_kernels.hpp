@@ -231,9 +231,9 @@ inline constexpr long long axpy_request_bytes = 8192;
 // out[q] = the dot product of row q with w for q < rows, `group` rows at a time, requesting the
 // lines `ahead` elements further on in X (see rows_block): with `burst` (a group of at most
 // burst_bytes) all at once before its dot product, else line by line as it is read
-// (interleaved_dot); with `request` false, none. A row's sum is the same whatever the requests, and whatever the
-// grouping for the same partial sums (dot_lanes): its terms, its partial sums and their fold do
-// not depend on the other rows.
+// (interleaved_dot); with `request` false, none. A row's sum is the same whatever the requests,
+// and whatever the grouping for the same partial sums (dot_lanes): its terms, its partial sums
+// and their fold do not depend on the other rows.
 template <int rows, int group, int vector_bytes = host_vector_bytes, bool unroll = false, bool fused = false,
           bool request = true, class Acc, class T, class W>
 KOKKOS_INLINE_FUNCTION void block_dot(const T* KOKKOS_RESTRICT x, long long stride, const W* KOKKOS_RESTRICT w,
