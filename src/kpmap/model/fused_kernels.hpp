@@ -540,8 +540,9 @@ struct GradientReduce {
     const auto* x = X.data() + i0 * stride;
     if constexpr (std::is_same_v<Tag, Fused> && part != Part::columns) {
       constexpr bool request = !(vector_bytes == 64 && group == 4 && part == Part::all);
-      // From row_length(), a constant at the compile-time widths: the group's bytes bound by a
-      // test on dot_length(), GCC peels the dot product's loop at fp64's 32 and 64 features.
+      // Tested on row_length(), a constant at the compile-time widths. Tested on dot_length()
+      // (the run-time length at fp64's 32 and 64 features), the bound let GCC peel the dot
+      // product's loop there.
       const bool burst = group * row_length() * static_cast<long long>(sizeof(*x)) <= burst_bytes;
       Acc d[rows];
       block_dot<rows, group, vector_bytes, unroll && !rolled_dot, fused, request>(x + h * stride, stride, w.data(),
