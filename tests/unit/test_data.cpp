@@ -3,8 +3,18 @@
 
 #include <Kokkos_Core.hpp>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <type_traits>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "kpmap/core/error.hpp"
 #include "kpmap/data/shard.hpp"
@@ -190,5 +200,91 @@ TEST(Shard, EmptySliceWhenMoreRanksThanBatchRows) {
   EXPECT_THROW(kpmap::make_shard<double>(exec, problem(20, 4), kpmap::make_batch_plan(20, 3, 0, 1), {2, 5}),
                kpmap::InputError);
 }
+
+#if defined(__linux__)
+// Transparent huge pages for X (data/huge_pages.hpp), checked in the kernel's own record of each
+// mapping: madvise(MADV_HUGEPAGE) marks the mapping `hg` in /proc/self/smaps whether or not huge
+// pages are free at the time, so the flag, not the pages themselves, is what these tests assert.
+
+// Whether the kernel offers transparent huge pages (its mode is not `never`).
+bool huge_pages_offered() {
+  std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  return std::getline(enabled, mode) && mode.find("[never]") == std::string::npos;
+}
+
+// Whether the mapping holding p is marked for huge pages (VmFlags `hg` in /proc/self/smaps).
+bool marked_for_huge_pages(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx ", &lo, &hi) == 2) {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return (line + " ").find(" hg ") != std::string::npos;
+    }
+  }
+  return false;
+}
+
+constexpr std::size_t MiB = std::size_t(1) << 20;
+
+// An anonymous mapping of `bytes`, not yet touched.
+struct Mapping {
+  explicit Mapping(std::size_t n)
+      : bytes(n), data(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) {}
+  ~Mapping() {
+    if (data != MAP_FAILED) munmap(data, bytes);
+  }
+  char* at(std::size_t offset) const { return static_cast<char*>(data) + offset; }
+  std::size_t bytes;
+  void* data;
+};
+
+TEST(HugePages, TheWholeHugePagesOfARangeAreMarked) {
+  const Mapping m(16 * MiB);
+  ASSERT_NE(m.data, MAP_FAILED);
+  ASSERT_FALSE(marked_for_huge_pages(m.at(8 * MiB)));
+  EXPECT_EQ(kpmap::advise_huge_pages(m.at(0), m.bytes), huge_pages_offered());
+  EXPECT_EQ(marked_for_huge_pages(m.at(8 * MiB)), huge_pages_offered());
+}
+
+TEST(HugePages, NoneForARangeWithoutAWholeHugePage) {
+  const Mapping m(16 * MiB);
+  ASSERT_NE(m.data, MAP_FAILED);
+  // 1.5 MiB from 4 KiB past a page: no 2 MiB-aligned 2 MiB inside it (nor any larger page's)
+  EXPECT_FALSE(kpmap::advise_huge_pages(m.at(4096), 3 * MiB / 2));
+  EXPECT_FALSE(marked_for_huge_pages(m.at(MiB)));
+}
+
+TEST(HugePages, TurnedOffByTheEnvironment) {
+  const Mapping m(16 * MiB);
+  ASSERT_NE(m.data, MAP_FAILED);
+  ASSERT_EQ(setenv("KPMAP_HUGE_PAGES", "0", 1), 0);
+  const bool advised = kpmap::advise_huge_pages(m.at(0), m.bytes);
+  unsetenv("KPMAP_HUGE_PAGES");
+  EXPECT_FALSE(advised);
+  EXPECT_FALSE(marked_for_huge_pages(m.at(8 * MiB)));
+}
+
+// make_shard asks for huge pages for X in host memory, before the generator writes it, and
+// records it; with KPMAP_HUGE_PAGES=0 it does not.
+TEST(HugePages, ShardXInHostMemory) {
+  constexpr bool host = std::is_same_v<kpmap::Shard<float>::matrix_type::memory_space, Kokkos::HostSpace>;
+  kpmap::execution_space exec;
+  const long long rows = 65536, features = 64;  // X: 16 MiB
+  const auto plan = kpmap::make_batch_plan(rows, rows, 0, 1);
+  const auto s = kpmap::make_shard<float>(exec, problem(rows, features), plan, {0, features});
+  EXPECT_EQ(s.x_huge_pages, host && huge_pages_offered());
+  if (host) EXPECT_EQ(marked_for_huge_pages(s.X.data() + s.X.span() / 2), huge_pages_offered());
+  ASSERT_EQ(setenv("KPMAP_HUGE_PAGES", "0", 1), 0);
+  const auto off = kpmap::make_shard<float>(exec, problem(rows, features), plan, {0, features});
+  unsetenv("KPMAP_HUGE_PAGES");
+  EXPECT_FALSE(off.x_huge_pages);
+  if (host) EXPECT_FALSE(marked_for_huge_pages(off.X.data() + off.X.span() / 2));
+}
+#endif
 
 }  // namespace

@@ -339,6 +339,7 @@ Json train_report(const Config& config, const Mesh& mesh, const TrainResult& res
                       {"gradients", bytes_stat(mesh.comm(), result.gradient_bytes)},
                       {"optimizer_state", bytes_stat(mesh.comm(), result.optimizer_bytes)},
                       {"data", bytes_stat(mesh.comm(), result.data_bytes)}};
+  report["data_huge_pages"] = to_json(stat_over_ranks(mesh.comm(), result.data_huge_pages ? 1.0 : 0.0));
   const TrainSpec spec = train_spec(config);
   const MemoryEstimate estimate = estimate_memory(spec, mesh);
   report["memory_estimate"] = {{"data", bytes_stat(mesh.comm(), estimate.data)},

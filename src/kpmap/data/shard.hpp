@@ -16,9 +16,11 @@
 #include <Kokkos_Core.hpp>
 
 #include <string>
+#include <type_traits>
 
 #include "kpmap/core/error.hpp"
 #include "kpmap/core/types.hpp"
+#include "kpmap/data/huge_pages.hpp"
 #include "kpmap/data/source.hpp"
 #include "kpmap/data/synthetic.hpp"
 
@@ -35,6 +37,7 @@ struct Shard {
   Range columns;  // global columns [col_begin, col_end) held here
   matrix_type X;  // [plan.batches * rows_per_batch(), columns.size()]
   vector_type y;  // [plan.batches * rows_per_batch()]
+  bool x_huge_pages = false;  // whether X was advised to take transparent huge pages (huge_pages.hpp)
 
   long long rows_per_batch() const { return plan.slice.size(); }
   // Local rows of global batch k (an empty range when this rank's slice is empty).
@@ -50,6 +53,14 @@ struct Shard {
     return Kokkos::subview(y, Kokkos::make_pair(first, first + count));
   }
   std::size_t bytes() const { return (X.span() + y.span()) * sizeof(T); }
+
+  // A new X of rows x cols, not initialised; in host memory advised to take huge pages.
+  void allocate_x(const execution_space& exec, long long rows, long long cols) {
+    X = matrix_type(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::data::X"), rows, cols);
+    if constexpr (std::is_same_v<typename matrix_type::memory_space, Kokkos::HostSpace>) {
+      x_huge_pages = advise_huge_pages(X.data(), X.span() * sizeof(T));
+    }
+  }
 };
 
 namespace detail {
@@ -89,8 +100,7 @@ Shard<T, Layout> make_shard(const execution_space& exec, const SyntheticProblem&
   s.columns = columns;
   const long long n = plan.slice.size();
   const long long rows = plan.batches * n;
-  s.X = typename Shard<T, Layout>::matrix_type(
-      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::data::X"), rows, columns.size());
+  s.allocate_x(exec, rows, columns.size());
   s.y = View1<T>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::data::y"), rows);
   const auto X = s.X;
   const auto y = s.y;
@@ -135,8 +145,7 @@ Shard<T, Layout> make_shard(const execution_space& exec, const SyntheticProblem&
   // The block itself where the memory space can read host memory, otherwise a copy of it there.
   const auto xd = Kokkos::create_mirror_view_and_copy(memory_space(), HostX(block.X.data(), rows, cols));
   const auto yd = Kokkos::create_mirror_view_and_copy(memory_space(), HostY(block.y.data(), rows));
-  s.X = typename Shard<T, Layout>::matrix_type(
-      Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::data::X"), rows, cols);
+  s.allocate_x(exec, rows, cols);
   s.y = View1<T>(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "kpmap::data::y"), rows);
   const auto X = s.X;
   const auto y = s.y;

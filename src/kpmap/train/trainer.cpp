@@ -638,6 +638,7 @@ TrainResult drive(RunState<S, M, Layout>& s, Comm& comm, const LossScaler& scale
   r.gradient_bytes = s.gradient_bytes() + workspace_bytes();
   r.optimizer_bytes = s.optimizer->state_bytes();
   r.data_bytes = s.shard.bytes();
+  r.data_huge_pages = s.shard.x_huge_pages;
   r.shard_elements = comm.shard_size();
   r.shard_padding = comm.shard_padding();
   finish(s, mesh, comm, spec.problem, spec.data.get(), r);

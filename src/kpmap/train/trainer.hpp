@@ -78,6 +78,7 @@ struct TrainResult {
   double comm_calls_per_step = 0;       // collective calls this rank made per step
   std::vector<StepCollective> collectives;  // those calls by key and size, in the order first made
   std::size_t param_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, data_bytes = 0;
+  bool data_huge_pages = false;  // X was advised to take transparent huge pages (data/huge_pages.hpp)
   long long shard_elements = 0;  // parameters this rank updates (all of its model slice under allreduce)
   long long shard_padding = 0;   // of which zeros past the last parameter (reduce_scatter)
   bool reproducible = false;     // the sums were reproducible (TrainSpec::reproducible)
