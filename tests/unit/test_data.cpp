@@ -278,12 +278,16 @@ TEST(HugePages, ShardXInHostMemory) {
   const auto plan = kpmap::make_batch_plan(rows, rows, 0, 1);
   const auto s = kpmap::make_shard<float>(exec, problem(rows, features), plan, {0, features});
   EXPECT_EQ(s.x_huge_pages, host && huge_pages_offered());
-  if (host) EXPECT_EQ(marked_for_huge_pages(s.X.data() + s.X.span() / 2), huge_pages_offered());
+  if (host) {
+    EXPECT_EQ(marked_for_huge_pages(s.X.data() + s.X.span() / 2), huge_pages_offered());
+  }
   ASSERT_EQ(setenv("KPMAP_HUGE_PAGES", "0", 1), 0);
   const auto off = kpmap::make_shard<float>(exec, problem(rows, features), plan, {0, features});
   unsetenv("KPMAP_HUGE_PAGES");
   EXPECT_FALSE(off.x_huge_pages);
-  if (host) EXPECT_FALSE(marked_for_huge_pages(off.X.data() + off.X.span() / 2));
+  if (host) {
+    EXPECT_FALSE(marked_for_huge_pages(off.X.data() + off.X.span() / 2));
+  }
 }
 #endif
 
