@@ -17,15 +17,20 @@ namespace {
 
 constexpr const char* thp = "/sys/kernel/mm/transparent_hugepage/";
 
-// The transparent huge page size, 0 where the kernel has them `never` or has none.
-std::uintptr_t huge_page_bytes() {
-  std::ifstream enabled(std::string(thp) + "enabled");
-  std::string mode;
-  if (!std::getline(enabled, mode) || mode.find("[never]") != std::string::npos) return 0;
-  std::ifstream size(std::string(thp) + "hpage_pmd_size");
-  unsigned long long bytes = 0;
-  if (!(size >> bytes) || bytes == 0 || (bytes & (bytes - 1)) != 0) bytes = 2ull << 20;
-  return static_cast<std::uintptr_t>(bytes);
+// The transparent huge page size, 0 where the kernel has them `never`, has none, or its files
+// cannot be read.
+std::uintptr_t huge_page_bytes() noexcept {
+  try {
+    std::ifstream enabled(std::string(thp) + "enabled");
+    std::string mode;
+    if (!std::getline(enabled, mode) || mode.find("[never]") != std::string::npos) return 0;
+    std::ifstream size(std::string(thp) + "hpage_pmd_size");
+    unsigned long long bytes = 0;
+    if (!(size >> bytes) || bytes == 0 || (bytes & (bytes - 1)) != 0) bytes = 2ull << 20;
+    return static_cast<std::uintptr_t>(bytes);
+  } catch (...) {
+    return 0;
+  }
 }
 
 }  // namespace
@@ -35,13 +40,7 @@ bool advise_huge_pages(void* data, std::size_t bytes) noexcept {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   const char* setting = std::getenv("KPMAP_HUGE_PAGES");
   if (setting != nullptr && std::strcmp(setting, "0") == 0) return false;
-  std::uintptr_t page = 0;
-  try {
-    static const std::uintptr_t size = huge_page_bytes();
-    page = size;
-  } catch (...) {
-    return false;
-  }
+  static const std::uintptr_t page = huge_page_bytes();
   if (page == 0 || data == nullptr) return false;
   const auto begin = reinterpret_cast<std::uintptr_t>(data);
   const std::uintptr_t first = (begin + page - 1) & ~(page - 1), last = (begin + bytes) & ~(page - 1);
