@@ -251,10 +251,10 @@ TEST(Half, Fp16RoundsToNearestEvenAtEveryMidpoint) { check_every_midpoint<fp16>(
 
 // The host's bulk loops (detail::scaled_to_bf16, detail::add_bf16: MPI's bf16 sum and the
 // trainer's cast to a bf16 wire), in every version this build and CPU can run (scalar, SSE2,
-// AVX2), give the bits of the scalar conversion, which the tests above check against the formats'
-// definition: inputs at and around every bf16 midpoint and pattern (every 16-bit high half with
-// low halves 0, just below, at and above the midpoint, and the largest), NaNs with payloads, and
-// lengths that leave a tail past the 8- and 16-wide blocks. The sum of two NaNs is either one's
+// AVX2, AVX-512), give the bits of the scalar conversion, which the tests above check against the
+// formats' definition: inputs at and around every bf16 midpoint and pattern (every 16-bit high
+// half with low halves 0, just below, at and above the midpoint, and the largest), NaNs with
+// payloads, and a length that leaves a tail past the 8-, 16- and 32-wide blocks. The sum of two NaNs is either one's
 // NaN, quieted: C++ does not say which, for the scalar form either.
 void check_bf16_loops() {
   const std::uint32_t lows[] = {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x1234u};
@@ -296,7 +296,7 @@ TEST(Half, HostBulkLoopsGiveTheScalarBits) {
   using kpmap::detail::HostLoops;
   const HostLoops widest = kpmap::detail::bf16_loops();
   int ran = 0;
-  for (HostLoops loops : {HostLoops::scalar, HostLoops::sse2, HostLoops::avx2}) {
+  for (HostLoops loops : {HostLoops::scalar, HostLoops::sse2, HostLoops::avx2, HostLoops::avx512}) {
     if (!kpmap::detail::set_bf16_loops(loops)) continue;
     SCOPED_TRACE("loops " + std::to_string(static_cast<int>(loops)));
     check_bf16_loops();
@@ -306,7 +306,7 @@ TEST(Half, HostBulkLoopsGiveTheScalarBits) {
 #if defined(__x86_64__)
   EXPECT_GE(ran, 2) << "x86-64 has SSE2 at least";
 #endif
-  RecordProperty("versions_checked", ran);  // 3 with AVX2 (where the CPU has it)
+  RecordProperty("versions_checked", ran);  // 3 with AVX2, 4 with AVX-512 (where the CPU has them)
 }
 
 TEST(Half, ArithmeticRoundsOnceInFloat) {

@@ -1,5 +1,6 @@
-// The host loops over many bf16 values (half.hpp): SSE2 (8 elements at a time) and AVX2 (16),
-// chosen at run time, and the scalar loop elsewhere. All give the scalar functions' bits.
+// The host loops over many bf16 values (half.hpp): SSE2 (8 elements at a time), AVX2 (16) and
+// AVX-512 (32), chosen at run time, and the scalar loop elsewhere. All give the scalar functions'
+// bits.
 #include "kpmap/core/half.hpp"
 
 #include <atomic>
@@ -9,11 +10,19 @@
 #if defined(__SSE2__) && defined(__x86_64__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
 #include <emmintrin.h>
 #define KPMAP_BF16_SSE2 1
-// The AVX2 loops, compiled for AVX2 through the target attribute (GCC-compatible compilers,
-// outside CUDA and HIP compilations, as host_isa.hpp's dispatch).
+// The AVX2 and AVX-512 loops, compiled for them through the target attribute (GCC-compatible
+// compilers, outside CUDA and HIP compilations, as host_isa.hpp's dispatch).
 #if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+// GCC 12's false "may be used uninitialized" on the AVX-512 intrinsics' placeholder operands
+// (GCC bug 105593; row_loops.hpp), silenced for the header's text only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #define KPMAP_BF16_AVX2 1
+#define KPMAP_BF16_AVX512 1
+#define KPMAP_BF16_AVX512_TARGET "avx2,avx512f,avx512bw,avx512vl,avx512dq"
 #endif
 #endif
 
@@ -117,7 +126,52 @@ __attribute__((target("avx2"))) void add_bf16_avx2(const bf16* a, bf16* b, std::
 }
 #endif
 
+// The same with 64-byte vectors (AVX-512 F, BW and DQ, which cpu_has_avx512 checks with VL): NaNs
+// found by DQ's vfpclassps into a mask, which puts them, quieted, in place of the rounded words.
+#if defined(KPMAP_BF16_AVX512)
+__attribute__((target(KPMAP_BF16_AVX512_TARGET))) __m512i float_to_bf16_bits_avx512(__m512 f) noexcept {
+  const __m512i u = _mm512_castps_si512(f);
+  const __m512i rounded = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+                                           _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+  const __mmask16 nan = _mm512_fpclass_ps_mask(f, 0x81);  // quiet or signalling NaN
+  return _mm512_srai_epi32(_mm512_mask_or_epi32(rounded, nan, u, _mm512_set1_epi32(0x00400000)), 16);
+}
+
+__attribute__((target(KPMAP_BF16_AVX512_TARGET))) void scaled_to_bf16_avx512(const float* in, float factor,
+                                                                             bf16* out, std::int64_t n) noexcept {
+  std::int64_t i = 0;
+  const __m512 f = _mm512_set1_ps(factor);
+  // packs gives the 64-bit groups [lo 0-3, hi 0-3, lo 4-7, hi 4-7, ...]: order 0, 2, 4, 6, 1, 3, 5, 7
+  const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+  for (; i + 32 <= n; i += 32) {
+    const __m512i lo = float_to_bf16_bits_avx512(_mm512_mul_ps(_mm512_loadu_ps(in + i), f));
+    const __m512i hi = float_to_bf16_bits_avx512(_mm512_mul_ps(_mm512_loadu_ps(in + i + 16), f));
+    _mm512_storeu_si512(out + i, _mm512_permutexvar_epi64(order, _mm512_packs_epi32(lo, hi)));
+  }
+  scaled_to_bf16_scalar(in + i, factor, out + i, n - i);
+}
+
+__attribute__((target(KPMAP_BF16_AVX512_TARGET))) void add_bf16_avx512(const bf16* a, bf16* b,
+                                                                       std::int64_t n) noexcept {
+  std::int64_t i = 0;
+  const __m512i zero = _mm512_setzero_si512();
+  for (; i + 32 <= n; i += 32) {
+    const __m512i x = _mm512_loadu_si512(a + i);
+    const __m512i y = _mm512_loadu_si512(b + i);
+    const __m512 lo = _mm512_add_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, x)),
+                                    _mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, y)));
+    const __m512 hi = _mm512_add_ps(_mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, x)),
+                                    _mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, y)));
+    _mm512_storeu_si512(b + i, _mm512_packs_epi32(float_to_bf16_bits_avx512(lo), float_to_bf16_bits_avx512(hi)));
+  }
+  add_bf16_scalar(a + i, b + i, n - i);
+}
+#endif
+
 HostLoops widest() noexcept {
+#if defined(KPMAP_BF16_AVX512)
+  if (cpu_has_avx512()) return HostLoops::avx512;
+#endif
 #if defined(KPMAP_BF16_AVX2)
   if (cpu_has_avx2()) return HostLoops::avx2;
 #endif
@@ -138,15 +192,17 @@ std::atomic<HostLoops>& chosen() noexcept {
 HostLoops bf16_loops() noexcept { return chosen().load(std::memory_order_relaxed); }
 
 bool set_bf16_loops(HostLoops loops) noexcept {
-  const HostLoops cpu = widest();
-  const bool possible =
-      loops == HostLoops::scalar || loops == cpu || (loops == HostLoops::sse2 && cpu == HostLoops::avx2);
+  // Every version up to the widest is compiled in (each one's guard lies inside the one before).
+  const bool possible = static_cast<int>(loops) <= static_cast<int>(widest());
   if (possible) chosen().store(loops, std::memory_order_relaxed);
   return possible;
 }
 
 void scaled_to_bf16(const float* in, float factor, bf16* out, std::int64_t n) noexcept {
   switch (bf16_loops()) {
+#if defined(KPMAP_BF16_AVX512)
+    case HostLoops::avx512: return scaled_to_bf16_avx512(in, factor, out, n);
+#endif
 #if defined(KPMAP_BF16_AVX2)
     case HostLoops::avx2: return scaled_to_bf16_avx2(in, factor, out, n);
 #endif
@@ -159,6 +215,9 @@ void scaled_to_bf16(const float* in, float factor, bf16* out, std::int64_t n) no
 
 void add_bf16(const bf16* a, bf16* b, std::int64_t n) noexcept {
   switch (bf16_loops()) {
+#if defined(KPMAP_BF16_AVX512)
+    case HostLoops::avx512: return add_bf16_avx512(a, b, n);
+#endif
 #if defined(KPMAP_BF16_AVX2)
     case HostLoops::avx2: return add_bf16_avx2(a, b, n);
 #endif

@@ -255,11 +255,12 @@ namespace detail {
 // Host loops over many bf16 values (half.cpp): MPI's bf16 sum and the trainer's cast to a bf16
 // wire. They give the bits of the scalar functions above (except which NaN the sum of two NaNs
 // returns, either one's quieted, which the compiler picks for the scalar form too). On x86-64
-// they run 16 elements at a time with AVX2 where the CPU has it, else 8 with SSE2 (which every
-// x86-64 compiler targets); elsewhere the scalar loop. Compilers do not vectorise the scalar
-// forms well: they narrow 32-bit lanes to 16 bits by shuffles, where an arithmetic shift and a
-// signed pack suffice. Host code only.
-enum class HostLoops { scalar, sse2, avx2 };
+// they run 32 elements at a time with AVX-512 (F, BW, VL, DQ) where the CPU has it, else 16 with
+// AVX2, else 8 with SSE2 (which every x86-64 compiler targets); elsewhere the scalar loop.
+// Compilers do not vectorise the scalar forms well: they narrow 32-bit lanes to 16 bits by
+// shuffles, where an arithmetic shift and a signed pack suffice. Host code only. The versions,
+// narrowest first:
+enum class HostLoops { scalar, sse2, avx2, avx512 };
 
 // out[i] = bf16(in[i] * factor) for i < n.
 void scaled_to_bf16(const float* in, float factor, bf16* out, std::int64_t n) noexcept;
