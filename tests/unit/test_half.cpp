@@ -254,8 +254,8 @@ TEST(Half, Fp16RoundsToNearestEvenAtEveryMidpoint) { check_every_midpoint<fp16>(
 // AVX2, AVX-512), give the bits of the scalar conversion, which the tests above check against the
 // formats' definition: inputs at and around every bf16 midpoint and pattern (every 16-bit high
 // half with low halves 0, just below, at and above the midpoint, and the largest), NaNs with
-// payloads, and a length that leaves a tail past the 8-, 16- and 32-wide blocks. The sum of two NaNs is either one's
-// NaN, quieted: C++ does not say which, for the scalar form either.
+// payloads, and a length that leaves a tail past the 8-, 16- and 32-wide blocks. The sum of two
+// NaNs is either one's NaN, quieted: C++ does not say which, for the scalar form either.
 void check_bf16_loops() {
   const std::uint32_t lows[] = {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x1234u};
   std::vector<float> in;
