@@ -13,16 +13,10 @@
 // The AVX2 and AVX-512 loops, compiled for them through the target attribute (GCC-compatible
 // compilers, outside CUDA and HIP compilations, as host_isa.hpp's dispatch).
 #if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__HIPCC__)
-// GCC 12's false "may be used uninitialized" on the AVX-512 intrinsics' placeholder operands
-// (GCC bug 105593; row_loops.hpp), silenced for the header's text only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kpmap/core/x86_intrinsics.hpp"
 #define KPMAP_BF16_AVX2 1
 #define KPMAP_BF16_AVX512 1
-#define KPMAP_BF16_AVX512_TARGET "avx2,avx512f,avx512bw,avx512vl,avx512dq"
+#define KPMAP_BF16_AVX512_TARGET "avx2," KPMAP_AVX512_SUBSETS
 #endif
 #endif
 

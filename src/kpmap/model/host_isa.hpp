@@ -15,12 +15,14 @@
 // targets the CPU (`native` preset) runs what it was compiled for.
 #pragma once
 
+#include "kpmap/core/host_cpu.hpp"
+
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__AVX2__) && !defined(__CUDACC__) && \
     !defined(__HIPCC__) && !defined(SYCL_LANGUAGE_VERSION)
 #define KPMAP_AVX2_DISPATCH 1
 // The target of the AVX-512 version (model/half_kernels.hpp, model/fused_kernels.hpp), for
 // __attribute__((target(...))).
-#define KPMAP_AVX512_TARGET "avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"
+#define KPMAP_AVX512_TARGET "avx2,fma," KPMAP_AVX512_SUBSETS
 #endif
 
 namespace kpmap::model_detail {

@@ -11,14 +11,7 @@
 #include "kpmap/model/host_isa.hpp"
 
 #if defined(KPMAP_AVX2_DISPATCH)
-// GCC 12 warns that the AVX-512 intrinsics' own placeholder operands (_mm512_undefined_*) are or
-// "may be used uninitialized" where they are inlined (GCC bug 105593); the warning's location is
-// the header's line, so it is silenced for the header's text only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kpmap/core/x86_intrinsics.hpp"
 #endif
 
 // GCC's vector extensions, in host code only (device passes keep the plain loops).
