@@ -577,6 +577,23 @@ struct GradientReduce {
     const long long stride = static_cast<long long>(X.stride(0));
     const auto* x = X.data() + i0 * stride;
     const auto* next = x + pair_ahead(i0, stride);
+#if defined(KPMAP_HALF_VECTORS) && defined(KPMAP_AVX2_DISPATCH)
+    using Y = typename YView::non_const_value_type;
+    if constexpr (vector_bytes == 64 && part == Part::all && std::is_same_v<Tag, Fused> && std::is_same_v<Y, bf16> &&
+                  !std::is_same_v<typename YView::array_layout, Kokkos::LayoutStride>) {
+      // The AVX-512 version: the 8 dot products, residuals and their sums on vectors (half_kernels.hpp),
+      // the same sums as below.
+      alignas(32) Acc r[block];
+      pair_residuals8_avx512(x, stride, w.data(), F, next, block / 2, y.data() + i0,
+                             b.extent(0) > 0 ? static_cast<Acc>(b(0)) : Acc(0), r, acc + F);
+      asm volatile("" : "+m"(r));  // the axpy broadcasts each residual from memory (a load, no shuffle)
+      const auto* xa = x;
+      const auto* nexta = next;
+      launder(xa), launder(nexta);
+      pair_axpy<block, vector_bytes, unroll, fused>(acc, r, xa, stride, F, nexta, block / 2);
+      return;
+    }
+#endif
     Acc r[block];
     int axpy_prefetch_from = 0;
     if constexpr (part == Part::columns) {

@@ -132,6 +132,58 @@ __attribute__((target(KPMAP_AVX512_TARGET))) inline __m512 high_elements(__m512i
   return _mm512_castsi512_ps(_mm512_and_si512(words, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
 }
 
+// p as it is, but the compiler cannot tell: the code after it forms its own addresses from it
+// instead of keeping those of the code before it in registers.
+template <class P>
+inline void launder(P*& p) {
+  asm("" : "+r"(p));
+}
+
+// One pass of pair_dot_avx512 over rows xh + q * stride (q < 4), requesting rows [r0, r1) of
+// `next`: s[0] = [row 0's 8 partial sums | row 1's], s[1] = [row 2's | row 3's] (the AVX2
+// version's even + odd partials).
+__attribute__((target(KPMAP_AVX512_TARGET))) inline void pair_pass_avx512(const bf16* KOKKOS_RESTRICT xh,
+                                                                           long long stride,
+                                                                           const bf16* KOKKOS_RESTRICT w, long long n,
+                                                                           const bf16* next, int r0, int r1,
+                                                                           __m512* s) {
+  constexpr long long line = 32;  // bf16 elements per cache line
+  __m512 even[2], odd[2];         // [row 2p's 8 partials | row 2p + 1's]
+  for (int p = 0; p < 2; ++p) even[p] = _mm512_setzero_ps(), odd[p] = _mm512_setzero_ps();
+  long long j = 0;
+  for (; j + 16 <= n; j += 16) {
+    if (j % line == 0) {
+      for (int q = r0; q < r1; ++q) prefetch_hint(next + q * stride + j);
+    }
+    const __m512i ww = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j)));
+    const __m512 lo = low_elements(ww), hi = high_elements(ww);
+    for (int p = 0; p < 2; ++p) {
+      const __m512i xw = row_pair_words(xh + 2 * p * stride + j, xh + (2 * p + 1) * stride + j);
+      even[p] = _mm512_fmadd_ps(low_elements(xw), lo, even[p]);
+      odd[p] = _mm512_fmadd_ps(high_elements(xw), hi, odd[p]);
+    }
+  }
+  if (j < n) {  // the last, partial step: element e to lane e / 2 of even (e even) or odd
+    if (j % line == 0) {
+      for (int q = r0; q < r1; ++q) prefetch_hint(next + q * stride + j);
+    }
+    const int rest = static_cast<int>(n - j);
+    const __mmask16 elements = static_cast<__mmask16>((1u << rest) - 1);
+    const unsigned e = (1u << ((rest + 1) / 2)) - 1, o = (1u << (rest / 2)) - 1;
+    const __mmask16 even_lanes = static_cast<__mmask16>(e | e << 8), odd_lanes = static_cast<__mmask16>(o | o << 8);
+    const __m512i ww = _mm512_broadcast_i64x4(_mm256_maskz_loadu_epi16(elements, w + j));
+    const __m512 lo = low_elements(ww), hi = high_elements(ww);
+    for (int p = 0; p < 2; ++p) {
+      const __m512i xw =
+          _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi16(elements, xh + 2 * p * stride + j)),
+                             _mm256_maskz_loadu_epi16(elements, xh + (2 * p + 1) * stride + j), 1);
+      even[p] = _mm512_mask3_fmadd_ps(low_elements(xw), lo, even[p], even_lanes);
+      odd[p] = _mm512_mask3_fmadd_ps(high_elements(xw), hi, odd[p], odd_lanes);
+    }
+  }
+  for (int p = 0; p < 2; ++p) s[p] = _mm512_add_ps(even[p], odd[p]);
+}
+
 // pair_dot<rows, 32, true, true> on 64-byte vectors; rows a multiple of 4, 4 at a time (as the
 // AVX2 version's passes, which share the requests of the next block's rows).
 template <int rows>
@@ -141,49 +193,61 @@ __attribute__((target(KPMAP_AVX512_TARGET))) inline void pair_dot_avx512(const b
                                                                           float* out, const bf16* next,
                                                                           int prefetch_rows) {
   static_assert(rows % 4 == 0, "pairs of rows, folded 4 rows at a time");
-  constexpr long long line = 32;  // bf16 elements per cache line
   for (int h = 0; h < rows / 4; ++h) {
-    const bf16* xh = x + 4 * h * stride;
-    const int r0 = prefetch_rows * h / (rows / 4), r1 = prefetch_rows * (h + 1) / (rows / 4);
-    __m512 even[2], odd[2];  // [row 2p's 8 partials | row 2p + 1's]
-    for (int p = 0; p < 2; ++p) even[p] = _mm512_setzero_ps(), odd[p] = _mm512_setzero_ps();
-    long long j = 0;
-    for (; j + 16 <= n; j += 16) {
-      if (j % line == 0) {
-        for (int q = r0; q < r1; ++q) prefetch_hint(next + q * stride + j);
-      }
-      const __m512i ww = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j)));
-      const __m512 lo = low_elements(ww), hi = high_elements(ww);
-      for (int p = 0; p < 2; ++p) {
-        const __m512i xw = row_pair_words(xh + 2 * p * stride + j, xh + (2 * p + 1) * stride + j);
-        even[p] = _mm512_fmadd_ps(low_elements(xw), lo, even[p]);
-        odd[p] = _mm512_fmadd_ps(high_elements(xw), hi, odd[p]);
-      }
-    }
-    if (j < n) {  // the last, partial step: element e to lane e / 2 of even (e even) or odd
-      if (j % line == 0) {
-        for (int q = r0; q < r1; ++q) prefetch_hint(next + q * stride + j);
-      }
-      const int rest = static_cast<int>(n - j);
-      const __mmask16 elements = static_cast<__mmask16>((1u << rest) - 1);
-      const unsigned e = (1u << ((rest + 1) / 2)) - 1, o = (1u << (rest / 2)) - 1;
-      const __mmask16 even_lanes = static_cast<__mmask16>(e | e << 8), odd_lanes = static_cast<__mmask16>(o | o << 8);
-      const __m512i ww = _mm512_broadcast_i64x4(_mm256_maskz_loadu_epi16(elements, w + j));
-      const __m512 lo = low_elements(ww), hi = high_elements(ww);
-      for (int p = 0; p < 2; ++p) {
-        const __m512i xw =
-            _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi16(elements, xh + 2 * p * stride + j)),
-                               _mm256_maskz_loadu_epi16(elements, xh + (2 * p + 1) * stride + j), 1);
-        even[p] = _mm512_mask3_fmadd_ps(low_elements(xw), lo, even[p], even_lanes);
-        odd[p] = _mm512_mask3_fmadd_ps(high_elements(xw), hi, odd[p], odd_lanes);
-      }
-    }
+    __m512 s01_23[2];
+    pair_pass_avx512(x + 4 * h * stride, stride, w, n, next, prefetch_rows * h / (rows / 4),
+                     prefetch_rows * (h + 1) / (rows / 4), s01_23);
     fma_floats8 s[4];
-    const __m512 s01 = _mm512_add_ps(even[0], odd[0]), s23 = _mm512_add_ps(even[1], odd[1]);
-    s[0] = _mm512_castps512_ps256(s01), s[1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s01), 1));
-    s[2] = _mm512_castps512_ps256(s23), s[3] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s23), 1));
+    s[0] = _mm512_castps512_ps256(s01_23[0]), s[1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s01_23[0]), 1));
+    s[2] = _mm512_castps512_ps256(s01_23[1]), s[3] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s01_23[1]), 1));
     fold_rows4(s, out + 4 * h);
   }
+}
+
+// pair_dot_avx512<8> with the dot products returned as one vector [d_0 ... d_7]: the same folds
+// (fold_rows4's adds, operand for operand) on both passes' sums together, in 128-bit lanes: 12
+// vector ops for the 8 rows, where two fold_rows4 and their extracts take about 30 and a store.
+__attribute__((target(KPMAP_AVX512_TARGET))) inline __m256 pair_dot8_avx512(const bf16* KOKKOS_RESTRICT x,
+                                                                            long long stride,
+                                                                            const bf16* KOKKOS_RESTRICT w, long long n,
+                                                                            const bf16* next, int prefetch_rows) {
+  __m512 s[4];  // [row 0 | row 1], [2 | 3], [4 | 5], [6 | 7]: 8 partial sums s_0 ... s_7 each
+  pair_pass_avx512(x, stride, w, n, next, 0, prefetch_rows / 2, s);
+  const bf16 *x4 = x + 4 * stride, *next4 = next;
+  launder(x4), launder(next4);
+  pair_pass_avx512(x4, stride, w, n, next4, prefetch_rows / 2, prefetch_rows, s + 2);
+  // t_k = s_k + s_k+4 (k < 4): 128-bit lane q of t[h] holds row 4h + q's
+  __m512 t[2];
+  for (int h = 0; h < 2; ++h) {
+    t[h] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * h], s[2 * h + 1], 0x88),
+                         _mm512_shuffle_f32x4(s[2 * h], s[2 * h + 1], 0xdd));
+  }
+  // lane q: [t_0 + t_1, t_2 + t_3] of row q, then of row 4 + q
+  const __m512 u = _mm512_add_ps(_mm512_shuffle_ps(t[0], t[1], 0x88), _mm512_shuffle_ps(t[0], t[1], 0xdd));
+  // element 4q: (t_0 + t_1) + (t_2 + t_3) of row q; 4q + 2: of row 4 + q
+  const __m512 d = _mm512_add_ps(u, _mm512_permute_ps(u, 0xb1));
+  return _mm512_castps512_ps256(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0), d));
+}
+
+// The residuals of rows [0, 8) and their sums, as GradientReduce::pair_block forms them one by
+// one: r_q = d_q + (b - y_q) with d = pair_dot8_avx512's dot products, stored to r; sums[0] +=
+// tree_sum<8>(r), sums[1] += tree_squares<8, true>(r), the same adds on the lanes of one vector.
+__attribute__((target(KPMAP_AVX512_TARGET))) inline void pair_residuals8_avx512(
+    const bf16* KOKKOS_RESTRICT x, long long stride, const bf16* KOKKOS_RESTRICT w, long long n, const bf16* next,
+    int prefetch_rows, const bf16* y, float b, float* r, float* sums) {
+  const __m256 d = pair_dot8_avx512(x, stride, w, n, next, prefetch_rows);
+  const __m256i y_words = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y)));
+  const __m256 rv = _mm256_add_ps(d, _mm256_sub_ps(_mm256_set1_ps(b), _mm256_castsi256_ps(_mm256_slli_epi32(y_words, 16))));
+  _mm256_storeu_ps(r, rv);
+  const __m256 swapped = _mm256_permute_ps(rv, 0xb1);  // [r_1 r_0 r_3 r_2 ...]
+  // element 2k: r_2k + r_2k+1, and r_2k^2 + r_2k+1^2 as fma(r_2k, r_2k, r_2k+1 * r_2k+1)
+  const __m256 s1 = _mm256_add_ps(rv, swapped), q1 = _mm256_fmadd_ps(rv, rv, _mm256_mul_ps(swapped, swapped));
+  // element 0: (pair 0 + pair 1), element 4: (pair 2 + pair 3)
+  const __m256 s2 = _mm256_add_ps(s1, _mm256_permute_ps(s1, 0x4e)), q2 = _mm256_add_ps(q1, _mm256_permute_ps(q1, 0x4e));
+  const __m256 sq = _mm256_unpacklo_ps(s2, q2);  // [sum, squares] of rows 0-3 in elements 0, 1; of 4-7 in 4, 5
+  const __m128 both = _mm_add_ps(_mm256_castps256_ps128(sq), _mm256_extractf128_ps(sq, 1));
+  const __m128 old = _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(sums));
+  _mm_storel_pi(reinterpret_cast<__m64*>(sums), _mm_add_ps(old, both));
 }
 
 // pair_axpy<rows, 32, true, true> on 64-byte vectors.
