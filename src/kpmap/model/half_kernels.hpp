@@ -116,7 +116,9 @@ __attribute__((target("avx2"))) inline void read_here(avx2_words& v) { asm volat
 // as one vector (2 groups of 16 features), whose even elements are the slots
 // [8 even of group 0 | 8 even of group 1] and odd elements [8 odd | 8 odd]. Every partial sum
 // and gradient slot adds the same products in the same order as in the AVX2 version, each
-// fused, so the results are bitwise the AVX2 version's.
+// fused, so the results are bitwise the AVX2 version's. A whole block of 8 rows in the training
+// step's reduction (GradientReduce::pair_block) also folds its dot products and forms its
+// residuals and their sums on vectors (pair_residuals8_avx512), the same adds as its scalar code.
 
 // Words [j, j + 8) of rows a (low half) and b (high half).
 __attribute__((target(KPMAP_AVX512_TARGET))) inline __m512i row_pair_words(const bf16* a, const bf16* b) {
@@ -198,15 +200,17 @@ __attribute__((target(KPMAP_AVX512_TARGET))) inline void pair_dot_avx512(const b
     pair_pass_avx512(x + 4 * h * stride, stride, w, n, next, prefetch_rows * h / (rows / 4),
                      prefetch_rows * (h + 1) / (rows / 4), s01_23);
     fma_floats8 s[4];
-    s[0] = _mm512_castps512_ps256(s01_23[0]), s[1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s01_23[0]), 1));
-    s[2] = _mm512_castps512_ps256(s01_23[1]), s[3] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s01_23[1]), 1));
+    for (int p = 0; p < 2; ++p) {
+      s[2 * p] = _mm512_castps512_ps256(s01_23[p]);
+      s[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s01_23[p]), 1));
+    }
     fold_rows4(s, out + 4 * h);
   }
 }
 
 // pair_dot_avx512<8> with the dot products returned as one vector [d_0 ... d_7]: the same folds
 // (fold_rows4's adds, operand for operand) on both passes' sums together, in 128-bit lanes: 12
-// vector ops for the 8 rows, where two fold_rows4 and their extracts take about 30 and a store.
+// vector ops for the 8 rows, where two fold_rows4, their extracts and stores take about 30.
 __attribute__((target(KPMAP_AVX512_TARGET))) inline __m256 pair_dot8_avx512(const bf16* KOKKOS_RESTRICT x,
                                                                             long long stride,
                                                                             const bf16* KOKKOS_RESTRICT w, long long n,
@@ -226,7 +230,8 @@ __attribute__((target(KPMAP_AVX512_TARGET))) inline __m256 pair_dot8_avx512(cons
   const __m512 u = _mm512_add_ps(_mm512_shuffle_ps(t[0], t[1], 0x88), _mm512_shuffle_ps(t[0], t[1], 0xdd));
   // element 4q: (t_0 + t_1) + (t_2 + t_3) of row q; 4q + 2: of row 4 + q
   const __m512 d = _mm512_add_ps(u, _mm512_permute_ps(u, 0xb1));
-  return _mm512_castps512_ps256(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0), d));
+  const __m512i rows = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castps512_ps256(_mm512_permutexvar_ps(rows, d));
 }
 
 // The residuals of rows [0, 8) and their sums, as GradientReduce::pair_block forms them one by
@@ -237,7 +242,8 @@ __attribute__((target(KPMAP_AVX512_TARGET))) inline void pair_residuals8_avx512(
     int prefetch_rows, const bf16* y, float b, float* r, float* sums) {
   const __m256 d = pair_dot8_avx512(x, stride, w, n, next, prefetch_rows);
   const __m256i y_words = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y)));
-  const __m256 rv = _mm256_add_ps(d, _mm256_sub_ps(_mm256_set1_ps(b), _mm256_castsi256_ps(_mm256_slli_epi32(y_words, 16))));
+  const __m256 yv = _mm256_castsi256_ps(_mm256_slli_epi32(y_words, 16));
+  const __m256 rv = _mm256_add_ps(d, _mm256_sub_ps(_mm256_set1_ps(b), yv));
   _mm256_storeu_ps(r, rv);
   const __m256 swapped = _mm256_permute_ps(rv, 0xb1);  // [r_1 r_0 r_3 r_2 ...]
   // element 2k: r_2k + r_2k+1, and r_2k^2 + r_2k+1^2 as fma(r_2k, r_2k, r_2k+1 * r_2k+1)
