@@ -437,9 +437,13 @@ struct GradientReduce {
     for (long long i = i0; i < i0 + block && i < n; ++i) one_row(i, acc);
   }
 
+  KOKKOS_INLINE_FUNCTION Acc bias() const {  // Fused: b, or 0 for a model without one
+    return b.extent(0) > 0 ? static_cast<Acc>(b(0)) : Acc(0);
+  }
+
   KOKKOS_INLINE_FUNCTION Acc residual_offset(long long i) const {  // b - y_i, or z_i - y_i
     if constexpr (std::is_same_v<Tag, Fused>) {
-      return (b.extent(0) > 0 ? static_cast<Acc>(b(0)) : Acc(0)) - static_cast<Acc>(y(i));
+      return bias() - static_cast<Acc>(y(i));
     } else {
       return static_cast<Acc>(z(i)) - static_cast<Acc>(y(i));
     }
@@ -584,8 +588,7 @@ struct GradientReduce {
       // The AVX-512 version: the 8 dot products, residuals and their sums on vectors (half_kernels.hpp),
       // the same sums as below.
       alignas(32) Acc r[block];
-      pair_residuals8_avx512(x, stride, w.data(), F, next, block / 2, y.data() + i0,
-                             b.extent(0) > 0 ? static_cast<Acc>(b(0)) : Acc(0), r, acc + F);
+      pair_residuals8_avx512(x, stride, w.data(), F, next, block / 2, y.data() + i0, bias(), r, acc + F);
       asm volatile("" : "+m"(r));  // the axpy broadcasts each residual from memory (a load, no shuffle)
       const auto* xa = x;
       const auto* nexta = next;
