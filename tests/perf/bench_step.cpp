@@ -1,8 +1,10 @@
 // Training-step time with 16-bit storage against fp32 storage on a bandwidth-bound problem: one
 // rank, full-batch steps over an X of --x_mib MiB in fp32 (several times the last-level cache),
-// the fused kernel, fp32 master weights. The variants run interleaved, --repetitions times each,
-// so a drift of the host's bandwidth hits them alike; the ratio of the median step times is
-// the figure (docs/performance.md).
+// the fused kernel, fp32 master weights. Each repetition runs the two types back to back, fp32
+// first in even repetitions and bf16 first in odd ones, so a drift of the host's bandwidth hits
+// them alike. Printed: the median step times and their ratio, and the median (and quartiles) of
+// the repetitions' own bf16 / fp32 ratios, which pair two runs a few seconds apart
+// (docs/performance.md).
 //
 //   OMP_NUM_THREADS=2 OMP_PROC_BIND=spread OMP_PLACES=threads build/default/tests/perf/bench_step
 //   [--x_mib=256] [--steps=10] [--repetitions=5] [--features=64,256]
@@ -52,9 +54,10 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double median(std::vector<double> v) {
+// The value at fraction q (0: smallest, 0.5: median, 1: largest) of v, the nearest rank.
+double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
 // Seconds per step of the timed loop (the report's timing.total over the steps; setup excluded).
@@ -72,8 +75,8 @@ int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
     const kpmap::Mesh mesh(MPI_COMM_SELF, {{"data", 1}});
     const std::vector<kpmap::Dtype> types{kpmap::Dtype::fp32, kpmap::Dtype::bf16};
-    std::printf("%9s %10s %12s %12s %12s %10s\n", "features", "rows", "fp32 ms", "bf16 ms", "bf16/fp32",
-                "bf16 GB/s");
+    std::printf("%9s %10s %12s %12s %12s %20s %10s\n", "features", "rows", "fp32 ms", "bf16 ms", "bf16/fp32",
+                "paired (q1, q3)", "bf16 GB/s");
     for (long long F : o.features) {
       kpmap::TrainSpec spec;
       const long long rows = o.x_mib * 1024 * 1024 / (4 * F);
@@ -83,14 +86,18 @@ int main(int argc, char** argv) {
       spec.optimizer.lr = 0.1;
       spec.params = spec.comm = kpmap::Dtype::fp32;
       std::vector<std::vector<double>> seconds(types.size());
+      std::vector<double> ratios;
       for (int rep = 0; rep < o.repetitions; ++rep) {
-        for (std::size_t t = 0; t < types.size(); ++t) {
+        for (std::size_t k = 0; k < types.size(); ++k) {
+          const std::size_t t = rep % 2 == 0 ? k : types.size() - 1 - k;
           spec.compute = types[t];
           seconds[t].push_back(step_seconds(spec, mesh));
         }
+        ratios.push_back(seconds[1].back() / seconds[0].back());
       }
-      const double fp32 = median(seconds[0]), bf16 = median(seconds[1]);
-      std::printf("%9lld %10lld %12.3f %12.3f %12.3f %10.2f\n", F, rows, 1e3 * fp32, 1e3 * bf16, bf16 / fp32,
+      const double fp32 = quantile(seconds[0], 0.5), bf16 = quantile(seconds[1], 0.5);
+      std::printf("%9lld %10lld %12.3f %12.3f %12.3f %6.3f (%.3f, %.3f) %10.2f\n", F, rows, 1e3 * fp32, 1e3 * bf16,
+                  bf16 / fp32, quantile(ratios, 0.5), quantile(ratios, 0.25), quantile(ratios, 0.75),
                   2.0 * static_cast<double>(rows * F) / bf16 * 1e-9);
     }
   }
