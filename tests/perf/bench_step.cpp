@@ -51,6 +51,11 @@ Options parse(int argc, char** argv) {
       std::exit(2);
     }
   }
+  const bool widths = std::all_of(o.features.begin(), o.features.end(), [](long long f) { return f > 0; });
+  if (o.x_mib < 1 || o.steps < 1 || o.repetitions < 1 || o.features.empty() || !widths) {
+    std::fprintf(stderr, "bench_step: --x_mib, --steps, --repetitions and each of --features must be at least 1\n");
+    std::exit(2);
+  }
   return o;
 }
 
