@@ -21,7 +21,6 @@
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +35,7 @@
 #include "kpmap/data/shard.hpp"
 #include "kpmap/model/host_isa.hpp"
 #include "kpmap/model/linear_model.hpp"
+#include "quantile.hpp"
 
 namespace {
 
@@ -287,16 +287,12 @@ void paired(benchmark::State& state, long long features) {
     stream_seconds += t[0], seconds += t[1];
     ratios.push_back(t[0] / read.bytes() * call.bytes() / t[1]);
   }
-  std::sort(ratios.begin(), ratios.end());
-  const auto at = [&](double q) {
-    return ratios[static_cast<std::size_t>(q * static_cast<double>(ratios.size() - 1) + 0.5)];
-  };
   state.SetLabel(std::to_string(s.X.extent(0)) + " x " + std::to_string(features));
   set_counters(state, call.bytes(), seconds);
   state.counters["stream_GBps"] = read.bytes() * static_cast<double>(state.iterations()) / stream_seconds / 1e9;
-  state.counters["of_stream"] = at(0.5);
-  state.counters["of_stream_q1"] = at(0.25);
-  state.counters["of_stream_q3"] = at(0.75);
+  state.counters["of_stream"] = kpmap_perf::quantile(ratios, 0.5);
+  state.counters["of_stream_q1"] = kpmap_perf::quantile(ratios, 0.25);
+  state.counters["of_stream_q3"] = kpmap_perf::quantile(ratios, 0.75);
   md::set_host_isa(isa);
 }
 

@@ -20,8 +20,11 @@
 
 #include "kpmap/mesh/mpi_env.hpp"
 #include "kpmap/train/trainer.hpp"
+#include "quantile.hpp"
 
 namespace {
+
+using kpmap_perf::quantile;
 
 struct Options {
   long long x_mib = 256;
@@ -57,12 +60,6 @@ Options parse(int argc, char** argv) {
     std::exit(2);
   }
   return o;
-}
-
-// The value at fraction q (0: smallest, 0.5: median, 1: largest) of v, the nearest rank.
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
 // Seconds per step of the timed loop (the report's timing.total over the steps; setup excluded).
