@@ -32,7 +32,6 @@
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,8 +45,11 @@
 #include "kpmap/model/linear_model.hpp"
 #include "kpmap/train/step_comm.hpp"
 #include "kpmap/train/trainer.hpp"
+#include "quantile.hpp"
 
 namespace {
+
+using kpmap_perf::median;
 
 struct Options {
   long long features = 262144;  // 1 MiB of fp32 gradient
@@ -73,11 +75,6 @@ Options parse(int argc, char** argv) {
     }
   }
   return o;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 double max_over_ranks(double local) {

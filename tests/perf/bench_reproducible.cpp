@@ -12,7 +12,6 @@
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,8 +22,11 @@
 #include "kpmap/mesh/mpi_env.hpp"
 #include "kpmap/model/repro_rows.hpp"
 #include "kpmap/train/trainer.hpp"
+#include "quantile.hpp"
 
 namespace {
+
+using kpmap_perf::median;
 
 struct Options {
   long long x_mib = 128;
@@ -65,11 +67,6 @@ Options parse(int argc, char** argv) {
     }
   }
   return o;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // The slowest rank's seconds.
