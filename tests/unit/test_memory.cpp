@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kpmap/app/preflight.hpp"
+#include "kpmap/model/gradient_kernel.hpp"
 #include "kpmap/train/memory.hpp"
 
 namespace {
@@ -202,6 +204,27 @@ TEST(MemoryEstimate, CoversTheReproducibleTrainersAllocations) {
       expect_estimate_is_the_peak(spec,
                                   to_string(t) + " reproducible, " + std::to_string(features) + " features");
     }
+  }
+}
+
+// The fused kernel on several host threads sums each chunk of a micro-batch's rows into its own
+// F + 2 sums (model/fused_kernels.hpp reduce_items): 8192 rows of 64 features in two micro-batches,
+// fp32 and bf16, on the threads of the run (test_memory.threads2: two, so 4 and 2 chunks).
+TEST(MemoryEstimate, CoversTheFusedKernelsChunks) {
+  const long long threads = kpmap::execution_space().concurrency();
+  if (const char* expected = std::getenv("KPMAP_TEST_EXPECT_THREADS")) {
+    EXPECT_EQ(threads, std::atoll(expected));
+  }
+  for (const Dtype t : {Dtype::fp32, Dtype::bf16}) {
+    TrainSpec spec = small(t, Dtype::fp32, Dtype::fp32, "sgd", CommStrategy::allreduce);
+    spec.problem.samples = spec.batch = 8192;
+    spec.problem.features = 64;
+    spec.accumulation = 2;
+    const long long chunks = kpmap::fused_chunks(4096, 64, kpmap::size_of(t), sizeof(float), threads);
+    if (kpmap::host_execution_v && threads == 2) {
+      EXPECT_EQ(chunks, t == Dtype::fp32 ? 4 : 2);
+    }
+    expect_estimate_is_the_peak(spec, to_string(t) + " fused, " + std::to_string(chunks) + " chunks");
   }
 }
 

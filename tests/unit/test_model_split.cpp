@@ -185,6 +185,8 @@ void check_fused_bitwise_all() {
   // kernel reads with View indexing.
   check_fused_bitwise<T, Acc, Kokkos::LayoutRight>(1003, 37, true);
   check_fused_bitwise<T, Acc, Kokkos::LayoutRight>(40000, 3, true);
+  // On more than one thread, several chunks of rows (model/fused_kernels.hpp reduce_items).
+  check_fused_bitwise<T, Acc, Kokkos::LayoutRight>(20000, 64, true);
   check_fused_bitwise<T, Acc, Kokkos::LayoutLeft>(203, 37, true);
 }
 

@@ -18,12 +18,16 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ios>
 #include <limits>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -325,6 +329,116 @@ void check_fixed_width_is_generic() {
 TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp64) { check_fixed_width_is_generic<double>(); }
 TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericFp32) { check_fixed_width_is_generic<float>(); }
 TEST(FusedKernel, CompileTimeWidthIsBitwiseGenericBf16) { check_fixed_width_is_generic<kpmap::bf16, float>(); }
+
+// Under test_team_kernel.threads2, KPMAP_TEST_EXPECT_THREADS says how many threads the run must
+// have, so that a misconfigured run cannot pass on one thread.
+TEST(FusedChunks, ThreadCount) {
+  const int threads = kpmap::execution_space().concurrency();
+  std::printf("execution space %s, %d thread(s)\n", kpmap::execution_space::name(), threads);
+  if (const char* expected = std::getenv("KPMAP_TEST_EXPECT_THREADS")) {
+    EXPECT_EQ(threads, std::atoi(expected));
+  }
+}
+
+// The chunked reduction (model/fused_kernels.hpp reduce_items) is each chunk of consecutive work
+// items summed from zero, the chunks' sums added in chunk order, whichever thread ran which
+// chunk: bitwise the same as running the work items on the host one after the other, chunk by
+// chunk, and folding the chunks in order. Chunks of 1, 3 and 7 items (the last one short).
+template <class T, class Acc = T>
+void check_chunks_join_in_order() {
+  namespace md = kpmap::model_detail;
+  if constexpr (!kpmap::host_execution_v) {
+    GTEST_SKIP() << "the reference runs the work items on the host";
+  } else {
+    kpmap::execution_space exec;
+    const long long n = 203, F = 37;  // 26 work items of 8 rows, the last one of 3 rows
+    const auto X = hashed_matrix<T>(n, F, 7);
+    const View1<T> y = kpmap::test::device_vector<T>(kpmap::test::hashed(n, 8));
+    const View1<T> params = kpmap::test::device_vector<T>(kpmap::test::hashed(F + 1, 9));
+    const auto [w, b] = kpmap::split_params(params, F);
+    using functor = md::GradientReduce<md::Fused, Acc, std::remove_const_t<decltype(X)>, View1<T>,
+                                       std::remove_const_t<decltype(w)>, std::remove_const_t<decltype(b)>, View1<T>>;
+    const functor f{static_cast<std::size_t>(F + 2), X, y, w, b, y, y, 0, 0};
+    const long long items = (n + functor::block - 1) / functor::block;
+    for (long long chunk : {1LL, 3LL, 7LL}) {
+      const View1<Acc> sums("sums", F + 2);
+      md::reduce_items("test", exec, f, items, chunk, sums);
+      exec.fence();
+      std::vector<Acc> expect, part(static_cast<std::size_t>(F + 2));
+      for (long long c0 = 0; c0 < items; c0 += chunk) {
+        f.init(part.data());
+        for (long long item = c0; item < std::min(items, c0 + chunk); ++item) f(item, part.data());
+        if (c0 == 0) {
+          expect = part;
+        } else {
+          for (std::size_t k = 0; k < part.size(); ++k) expect[k] += part[k];
+        }
+      }
+      const auto got = to_host(sums);
+      long long differ = 0;
+      for (long long k = 0; k < F + 2; ++k) differ += std::memcmp(&got(k), &expect[k], sizeof(Acc)) != 0;
+      EXPECT_EQ(differ, 0) << "chunks of " << chunk << " items";
+    }
+  }
+}
+
+TEST(FusedChunks, JoinInChunkOrderFp64) { check_chunks_join_in_order<double>(); }
+TEST(FusedChunks, JoinInChunkOrderFp32) { check_chunks_join_in_order<float>(); }
+TEST(FusedChunks, JoinInChunkOrderBf16) { check_chunks_join_in_order<kpmap::bf16, float>(); }
+
+// The chunk size on `threads` threads: a 32nd of a thread's share, at least 256 KiB of X and 64
+// times the sums, one chunk on one thread (values worked out by hand).
+TEST(FusedChunks, ChunkSizes) {
+  // 4 Mi rows of 64 bf16 features (1 KiB work items), 66 float sums
+  EXPECT_EQ(kpmap::reduce_chunk_items(524288, 1024, 264, 1), 524288);  // one thread: one chunk
+  EXPECT_EQ(kpmap::reduce_chunk_items(524288, 1024, 264, 2), 8192);    // 524288 / 64
+  EXPECT_EQ(kpmap::reduce_chunk_items(524288, 1024, 264, 128), 256);   // 256 KiB, not 128 items
+  EXPECT_GE(kpmap::reduce_chunk_items(100, 1024, 264, 2), 100);        // 100 KiB of X: one chunk
+  // 4096 fp64 features (256 KiB work items) on 1024 threads: 64 x 32784 bytes of sums, 9 items
+  EXPECT_EQ(kpmap::reduce_chunk_items(100000, 262144, 32784, 1024), 9);
+}
+
+// The fused reduction gives the same bits every time, also while another thread keeps one of the
+// cores busy, so that the threads run at different speeds and the chunks go to them differently
+// (X of 4 MiB in fp32: 16 chunks on two threads).
+template <class T, class Acc = T>
+void check_same_bits_under_load() {
+  namespace md = kpmap::model_detail;
+  kpmap::execution_space exec;
+  const long long n = 16384, F = 64;
+  const auto X = hashed_matrix<T>(n, F, 11);
+  const View1<T> y = kpmap::test::device_vector<T>(kpmap::test::hashed(n, 12));
+  const View1<T> params = kpmap::test::device_vector<T>(kpmap::test::hashed(F + 1, 13));
+  const auto [w, b] = kpmap::split_params(params, F);
+  const View1<Acc> first("first", F + 2), again("again", F + 2);
+  md::reduce_part<md::Fused, Acc, md::Part::all>(exec, X, y, w, b, y, y, 0, 0, first);
+  exec.fence();
+  const auto expect = to_host(first);
+  std::atomic<bool> stop{false};
+  for (int round = 0; round < 8; ++round) {
+    std::thread busy;
+    if (round % 2 == 1) {
+      busy = std::thread([&stop] {
+        while (!stop.load(std::memory_order_relaxed)) {
+        }
+      });
+    }
+    md::reduce_part<md::Fused, Acc, md::Part::all>(exec, X, y, w, b, y, y, 0, 0, again);
+    exec.fence();
+    if (busy.joinable()) {
+      stop = true;
+      busy.join();
+      stop = false;
+    }
+    const auto got = to_host(again);
+    long long differ = 0;
+    for (long long k = 0; k < F + 2; ++k) differ += std::memcmp(&got(k), &expect(k), sizeof(Acc)) != 0;
+    EXPECT_EQ(differ, 0) << "round " << round;
+  }
+}
+
+TEST(FusedChunks, SameBitsUnderLoadFp32) { check_same_bits_under_load<float>(); }
+TEST(FusedChunks, SameBitsUnderLoadBf16) { check_same_bits_under_load<kpmap::bf16, float>(); }
 
 // The fp32 / fp64 block loops (block_dot one row or 4 rows at a time, its requests before a
 // group's dot product or during it; block_axpy), which on GCC-compatible host compilers run on

@@ -1,7 +1,8 @@
 // The `fused` gradient path: one pass over the rows of X. Each row is read from memory once; its
-// residual is formed and the row, still in L1, is added to a thread-private gradient of F
-// elements (a parallel_reduce with a runtime-sized array reducer, which Kokkos maps to
-// per-thread buffers on CPUs and to shared memory on GPUs).
+// residual is formed and the row, still in L1, is added to a private gradient of F elements: on
+// CPUs one per chunk of rows, the chunks shared out dynamically among the threads and their sums
+// added in chunk order (reduce_items); on GPUs a parallel_reduce with a runtime-sized array
+// reducer, which Kokkos maps to shared memory.
 //
 // Why the loops look the way they do: without -ffast-math a compiler may not reorder a sum, so
 // a plain dot product runs one dependent add per element. row_dot keeps `lanes` independent
@@ -11,7 +12,7 @@
 // interleaved, so that each load of w serves all of them (dot_group). The lines 16 KiB or one
 // group of rows further on in X are requested into L2 (prefetch_hint) as the rows are read
 // (block_dot; not by the interleaved rows of the AVX-512 version, rows_part). Then one axpy adds all
-// 8 rows, still in L1 (16 KiB in fp64 at 256 features), so the thread-private gradient is loaded
+// 8 rows, still in L1 (16 KiB in fp64 at 256 features), so the private gradient is loaded
 // and stored once per 8 rows, while it requests the 8 rows of a block about 8 KiB further on
 // (axpy_request_bytes), so that memory keeps streaming during the arithmetic (in the one-pass
 // fused reduction, blocks of wide rows in two halves of 4 rows: split_block_bytes). For
@@ -364,12 +365,12 @@ KOKKOS_INLINE_FUNCTION void axpy_row(Acc* g, Acc a, const XView& X, long long i,
 //   columns:  the gradient sums of the columns [c0, c0 + width) from the stored r_i (pass 2,
 //             LinearModel::gradient_columns, one call per window).
 // The split is bitwise the one-pass result on host backends, for any partition of the columns
-// into windows, because every part runs the same work items (8 rows each) through the same
-// parallel_reduce, so each thread gets the same items in the same order and the per-thread sums
-// are joined in the same order; r_i is formed by the same code (block_dot / pair_dot
-// as in the one-pass path), and each column's sum is the same sequence g_j += r_q x_qj, which
-// block_axpy, pair_axpy and row_axpy perform one column at a time (the window only offsets the
-// row pointer; pair order is relative to the window's first column).
+// into windows, because every part runs the same work items (8 rows each) in the same chunks
+// through reduce_items, so each chunk (or, with one chunk, each thread) gets the same items in
+// the same order and their sums are joined in the same order; r_i is formed by the same code
+// (block_dot / pair_dot as in the one-pass path), and each column's sum is the same sequence
+// g_j += r_q x_qj, which block_axpy, pair_axpy and row_axpy perform one column at a time (the
+// window only offsets the row pointer; pair order is relative to the window's first column).
 enum class Part { all, residual, columns };
 
 // Reduction slots: [0, W) sum of r_i x_ij over the W columns summed (all: the F columns of X;
@@ -397,7 +398,7 @@ struct GradientReduce {
   long long width = 0;  // columns only: the window's width
 
   // Rows per work item: the blocked kernels need rows contiguous in memory.
-  static constexpr int block = 8;
+  static constexpr int block = static_cast<int>(fused_block_rows);
   static_assert(!(pair_order_v<Acc, XView> && std::is_same_v<Tag, Fused>) ||
                     std::is_same_v<typename WView::non_const_value_type,
                                    typename XView::non_const_value_type>,
@@ -752,6 +753,45 @@ constexpr bool wide_rows_avx512(long long features) {
   return features * static_cast<long long>(sizeof(Acc)) >= (sizeof(Acc) == 8 ? 4096 : 8192);
 }
 
+// sums <- the sum of f over the work items [0, items) (f.value_count values). On a host backend,
+// with more than one chunk of `chunk` consecutive items, the chunks go to the threads dynamically
+// (Kokkos::Dynamic: a thread that has run out of chunks takes another thread's), each chunk
+// summed from zero into its own row of a scratch view, and the chunks' sums are added in chunk
+// order: the result depends on the chunks, not on which thread ran which, so it is bitwise the
+// same from run to run, and a thread that the host slows down does not hold up the others, as it
+// does with a static split (docs/performance.md). One chunk (one thread, or few items), and on
+// GPU backends: Kokkos::parallel_reduce.
+template <class Reduce>
+void reduce_items(const char* label, const execution_space& exec, const Reduce& f, long long items, long long chunk,
+                  const View1<std::remove_extent_t<typename Reduce::value_type>>& sums) {
+  using Acc = std::remove_extent_t<typename Reduce::value_type>;
+  if constexpr (host_execution_v) {
+    if (chunk < items) {
+      const long long n = static_cast<long long>(f.value_count), chunks = (items + chunk - 1) / chunk;
+      const View2<Acc> partial(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpmap::model::chunk_sums"), chunks, n);
+      Kokkos::RangePolicy<execution_space, Kokkos::Schedule<Kokkos::Dynamic>, Kokkos::IndexType<long long>> policy(
+          exec, 0, chunks);
+      policy.set_chunk_size(1);
+      Kokkos::parallel_for(label, policy, [=](long long c) {
+        Acc* acc = &partial(c, 0);
+        f.init(acc);
+        const long long end = (c + 1) * chunk < items ? (c + 1) * chunk : items;
+        for (long long item = c * chunk; item < end; ++item) f(item, acc);
+      });
+      Kokkos::parallel_for(
+          "kpmap::model::join_chunks", Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, n),
+          [=](long long k) {
+            Acc s = partial(0, k);
+            for (long long c = 1; c < chunks; ++c) s += partial(c, k);
+            sums(k) = s;
+          });
+      return;
+    }
+  }
+  Kokkos::parallel_reduce(label, Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>>(exec, 0, items), f,
+                          sums);
+}
+
 // The reduction of `part` over all rows of X by GradientReduce<..., fixed_f>, or its AVX2 or
 // AVX-512 version (host_isa.hpp).
 template <class Tag, class Acc, Part part, long long fixed_f, class XView, class YView, class WView, class BView,
@@ -768,14 +808,16 @@ void reduce_part_as(const execution_space& exec, const XView& X, const YView& y,
   }
   const functor f{static_cast<std::size_t>(W + 2), X, y, w, b, z, res, c0, width};
   const auto items = (static_cast<long long>(X.extent(0)) + functor::block - 1) / functor::block;
-  const Kokkos::RangePolicy<execution_space, Kokkos::IndexType<long long>> policy(exec, 0, items);
+  using T = typename XView::non_const_value_type;
+  // Every part the same chunks (sized for the sums of X's full width): the parts split alike.
+  const long long chunk = fused_chunk_items(static_cast<long long>(X.extent(0)), static_cast<long long>(X.extent(1)),
+                                            sizeof(T), sizeof(Acc), static_cast<long long>(exec.concurrency()));
   const char* label = part == Part::all        ? "kpmap::model::fused_gradient"
                       : part == Part::residual ? "kpmap::model::residual"
                                                : "kpmap::model::gradient_columns";
 #if defined(KPMAP_AVX2_DISPATCH)
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename execution_space::memory_space>::accessible) {
     const HostIsa isa = host_isa();
-    using T = typename XView::non_const_value_type;
     // The rows the AVX-512 version can run: bf16 rows at any width, and fp32 / fp64 rows of the
     // generic width (the compile-time widths are below wide_rows_avx512's).
     constexpr bool bf16_rows = pair_order_v<Acc, XView> && std::is_same_v<T, bf16>;
@@ -784,19 +826,19 @@ void reduce_part_as(const execution_space& exec, const XView& X, const YView& y,
       if (isa == HostIsa::avx512 && (bf16_rows || wide_rows_avx512<Acc>(X.extent(1)))) {
         using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 64, true, true>;
         const WideReduce<wide, HostIsa::avx512> f512{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
-        Kokkos::parallel_reduce(label, policy, f512, sums);
+        reduce_items(label, exec, f512, items, chunk, sums);
         return;
       }
     }
     if (isa == HostIsa::avx2 || isa == HostIsa::avx512) {
       using wide = GradientReduce<Tag, Acc, XView, YView, WView, BView, ZView, part, RView, fixed_f, 32, true, true>;
       const WideReduce<wide, HostIsa::avx2> f_avx2{f.value_count, wide{f.value_count, X, y, w, b, z, res, c0, width}};
-      Kokkos::parallel_reduce(label, policy, f_avx2, sums);
+      reduce_items(label, exec, f_avx2, items, chunk, sums);
       return;
     }
   }
 #endif
-  Kokkos::parallel_reduce(label, policy, f, sums);
+  reduce_items(label, exec, f, items, chunk, sums);
 }
 
 // Whether the one-pass reduction has compile-time row lengths: contiguous fp32 / fp64 rows, and

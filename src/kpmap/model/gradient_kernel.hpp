@@ -46,6 +46,38 @@ constexpr bool fused_fits(long long features, std::size_t sum_bytes) {
   return fused_max_features(sum_bytes) < 0 || features <= fused_max_features(sum_bytes);
 }
 
+// The rows of one work item of the fused kernel (model/fused_kernels.hpp, GradientReduce::block).
+inline constexpr long long fused_block_rows = 8;
+
+// Work items per chunk of the fused kernel's reduction (model/fused_kernels.hpp reduce_items) on
+// `threads` host threads, for items of item_bytes bytes of X and sums of sum_bytes: a 32nd of a
+// thread's share, so that the chunks of a thread the host slows down go to the others, but at
+// least 256 KiB of X and 64 times the sums (the chunks' sums and their join stay small beside X);
+// all items in one chunk on one thread.
+inline long long reduce_chunk_items(long long items, long long item_bytes, long long sum_bytes, long long threads) {
+  if (threads <= 1) return items < 1 ? 1 : items;
+  const long long share = (items + 32 * threads - 1) / (32 * threads);
+  const long long least_bytes = 64 * sum_bytes > 256 * 1024 ? 64 * sum_bytes : 256 * 1024;
+  const long long least = (least_bytes + item_bytes - 1) / item_bytes;
+  return share > least ? share : least;
+}
+
+// The same for the fused kernel's reduction over `rows` rows of `features` elements of x_bytes
+// each, with sums of sum_bytes (F + 2 of them per chunk), on `threads` threads; and how many
+// chunks that makes: 0 where it runs as one parallel_reduce (one chunk, or a GPU backend).
+inline long long fused_chunk_items(long long rows, long long features, std::size_t x_bytes, std::size_t sum_bytes,
+                                   long long threads) {
+  const long long items = (rows + fused_block_rows - 1) / fused_block_rows;
+  return reduce_chunk_items(items, fused_block_rows * features * static_cast<long long>(x_bytes),
+                            (features + 2) * static_cast<long long>(sum_bytes), threads);
+}
+inline long long fused_chunks(long long rows, long long features, std::size_t x_bytes, std::size_t sum_bytes,
+                              long long threads) {
+  const long long items = (rows + fused_block_rows - 1) / fused_block_rows;
+  const long long chunk = fused_chunk_items(rows, features, x_bytes, sum_bytes, threads);
+  return host_execution_v && chunk < items ? (items + chunk - 1) / chunk : 0;
+}
+
 std::string to_string(GradientKernel kernel);
 // A kernel's name, or "auto" for default_gradient_kernel(); throws InputError naming
 // train.kernel and the allowed values.

@@ -11,7 +11,7 @@
 //
 // The price is the order of the sums. The dot product does not care which element is added
 // first, but the axpy writes the gradient in that split order. So for 16-bit rows the
-// thread-private gradient is kept in "pair order": each group of 16 features (8 words) is stored
+// private gradient is kept in "pair order": each group of 16 features (8 words) is stored
 // as its 8 even features, then its 8 odd ones; the features after the last full group stay in
 // natural order. pair_slot maps a feature to its slot; add_gradient undoes the permutation once
 // per call.

@@ -65,6 +65,12 @@ MemoryEstimate estimate(const TrainSpec& spec, const Mesh& mesh) {
           std::max(model_detail::team_count(micro_rows), model_detail::team_count(rows / spec.accumulation));
       e.gradients += static_cast<std::size_t>(teams * (F + 2)) * acc;
     }
+    // fused on several host threads: F + 2 sums per chunk of a micro-batch's rows
+    // (model/fused_kernels.hpp reduce_items).
+    if (spec.kernel == GradientKernel::fused) {
+      const long long chunks = fused_chunks(micro_rows, F, s, acc, execution_space().concurrency());
+      e.gradients += static_cast<std::size_t>(chunks * (F + 2)) * acc;
+    }
     // kokkos_kernels with 16-bit storage reads float copies of a micro-batch's X and of w.
     if (blas && spec.compute != Dtype::fp32 && spec.compute != Dtype::fp64) {
       e.gradients += static_cast<std::size_t>(micro_rows * F + F) * sizeof(float);
