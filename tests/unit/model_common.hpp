@@ -2,10 +2,14 @@
 // (support/host_copy.hpp), and reproducible pseudo-random values.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -14,6 +18,18 @@
 #include "support/host_copy.hpp"
 
 namespace kpmap::test {
+
+// The execution space's thread count, printed; under a ctest entry that sets
+// KPMAP_TEST_EXPECT_THREADS (the .threads2 runs) it must be that many, so that a misconfigured run
+// cannot pass on one thread.
+inline int expect_thread_count() {
+  const int threads = kpmap::execution_space().concurrency();
+  std::printf("execution space %s, %d thread(s)\n", kpmap::execution_space::name(), threads);
+  if (const char* expected = std::getenv("KPMAP_TEST_EXPECT_THREADS")) {
+    EXPECT_EQ(threads, std::atoi(expected));
+  }
+  return threads;
+}
 
 template <class V>
 auto to_host(const V& v) {

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -13,6 +12,7 @@
 
 #include "kpmap/app/preflight.hpp"
 #include "kpmap/model/gradient_kernel.hpp"
+#include "model_common.hpp"
 #include "kpmap/train/memory.hpp"
 
 namespace {
@@ -211,10 +211,7 @@ TEST(MemoryEstimate, CoversTheReproducibleTrainersAllocations) {
 // F + 2 sums (model/fused_kernels.hpp reduce_items): 8192 rows of 64 features in two micro-batches,
 // fp32 and bf16, on the threads of the run (test_memory.threads2: two, so 4 and 2 chunks).
 TEST(MemoryEstimate, CoversTheFusedKernelsChunks) {
-  const long long threads = kpmap::execution_space().concurrency();
-  if (const char* expected = std::getenv("KPMAP_TEST_EXPECT_THREADS")) {
-    EXPECT_EQ(threads, std::atoll(expected));
-  }
+  const long long threads = kpmap::test::expect_thread_count();
   for (const Dtype t : {Dtype::fp32, Dtype::bf16}) {
     TrainSpec spec = small(t, Dtype::fp32, Dtype::fp32, "sgd", CommStrategy::allreduce);
     spec.problem.samples = spec.batch = 8192;
